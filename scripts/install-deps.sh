@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs every Debian package Ringmaster's build, tests and examples need.
+# Idempotent: checks what is installed first, runs `apt-get update` at most once,
+# and installs only what is missing. Usage: scripts/install-deps.sh [build|test|bench]...
+# (no argument = build + test).
+set -euo pipefail
+
+build_pkgs=(
+  bazel-bootstrap g++ protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
+  libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libgloo-dev libsqlite3-dev
+  libcli11-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev zlib1g-dev libopenblas-dev
+)
+# What the tests and the examples read or run: promtool, the datasets, the corpus.
+test_pkgs=(prometheus dataset-fashion-mnist bible-kjv-text iproute2 procps python3)
+# Only the benchmarks compare against PyTorch on the CPU.
+bench_pkgs=(python3-torch python3-numpy)
+
+groups=("$@")
+[ ${#groups[@]} -eq 0 ] && groups=(build test)
+wanted=()
+for g in "${groups[@]}"; do
+  case "$g" in
+    build) wanted+=("${build_pkgs[@]}") ;;
+    test) wanted+=("${test_pkgs[@]}") ;;
+    bench) wanted+=("${bench_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (expected build, test or bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${wanted[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#wanted[@]} packages present"
+  exit 0
+fi
+
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+echo "install-deps: installing ${#missing[@]} missing packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+# Package scripts must not start daemons (prometheus) on a build machine.
+policy=/usr/sbin/policy-rc.d
+made_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod +x "$policy"
+  made_policy=1
+fi
+trap '[ $made_policy -eq 1 ] && "${sudo[@]}" rm -f "$policy"' EXIT
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
