@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build_pkgs=(
-  bazel-bootstrap g++ protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
+  bazel-bootstrap g++ pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libgloo-dev libsqlite3-dev
   libcli11-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev zlib1g-dev libopenblas-dev
 )

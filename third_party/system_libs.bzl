@@ -34,6 +34,8 @@ _LIBRARIES = {
     "yaml_cpp": (["yaml-cpp"], [], "libyaml-cpp-dev"),
     "httplib": (["cpp-httplib"], [], "libcpp-httplib-dev"),
     "openblas": (["openblas"], [], "libopenblas-dev"),
+    "zlib": (["zlib"], [], "zlib1g-dev"),
+    "crypto": (["libcrypto"], [], "libssl-dev"),
     # Debian ships no .pc file for these two.
     "gloo": ([], ["-L/usr/lib", "-lgloo", "-pthread"], "libgloo-dev"),
     "cli11": ([], [], "libcli11-dev"),
