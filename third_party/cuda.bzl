@@ -51,6 +51,14 @@ def cuda_library(name, srcs, hdrs = [], textual_hdrs = [], deps = [], nvcc_flags
             message = "nvcc " + src,
         )
         objs.append(obj)
+    # Every object must carry SASS for sm_80 and sm_90 and compute_90 PTX.
+    native.sh_test(
+        name = name + "_fatbin_test",
+        srcs = ["//third_party:fatbin_test.sh"],
+        args = ["$(location //third_party:fatbin_archs.py)"] + ["$(location %s)" % o for o in objs],
+        data = objs + ["//third_party:fatbin_archs.py"],
+        size = "small",
+    )
     native.cc_library(
         name = name,
         srcs = objs,

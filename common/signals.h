@@ -1,0 +1,15 @@
+#ifndef RINGMASTER_COMMON_SIGNALS_H_
+#define RINGMASTER_COMMON_SIGNALS_H_
+
+// Orderly shutdown for daemons: block SIGINT/SIGTERM in every thread (call
+// BlockShutdownSignals() first thing in main, before threads start), then
+// WaitForShutdownSignal() in the main thread returns the signal received.
+
+namespace ringmaster {
+
+void BlockShutdownSignals();
+int WaitForShutdownSignal();
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COMMON_SIGNALS_H_
