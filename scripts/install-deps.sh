@@ -11,7 +11,7 @@ build_pkgs=(
   libcli11-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev zlib1g-dev libopenblas-dev
 )
 # What the tests and the examples read or run: promtool, the datasets, the corpus.
-test_pkgs=(prometheus dataset-fashion-mnist bible-kjv-text iproute2 procps python3)
+test_pkgs=(prometheus dataset-fashion-mnist bible-kjv bible-kjv-text iproute2 procps python3)
 # Only the benchmarks compare against PyTorch on the CPU.
 bench_pkgs=(python3-torch python3-numpy)
 
@@ -32,13 +32,26 @@ for p in "${wanted[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [ "$status" = "install ok installed" ] || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#wanted[@]} packages present"
-  exit 0
-fi
+# The GPT examples' default corpus: the King James Bible as plain text. Debian's
+# bible-kjv-text stores it compressed; its `bible` program prints it.
+corpus=/usr/local/share/ringmaster/kjv.txt
+make_corpus() {
+  [[ " ${wanted[*]} " == *" bible-kjv "* ]] || return 0
+  [ -s "$corpus" ] && return 0
+  "${sudo[@]}" mkdir -p "$(dirname "$corpus")"
+  bible -f 'gen1:1-rev22:21' | "${sudo[@]}" tee "$corpus.tmp" >/dev/null
+  "${sudo[@]}" mv "$corpus.tmp" "$corpus"
+  echo "install-deps: wrote $corpus ($(wc -c <"$corpus") bytes)"
+}
 
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#wanted[@]} packages present"
+  make_corpus
+  exit 0
+fi
+
 echo "install-deps: installing ${#missing[@]} missing packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
@@ -52,4 +65,5 @@ if [ ! -e "$policy" ]; then
 fi
 trap '[ $made_policy -eq 1 ] && "${sudo[@]}" rm -f "$policy"' EXIT
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+make_corpus
 echo "install-deps: done"

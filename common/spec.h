@@ -1,0 +1,91 @@
+#ifndef RINGMASTER_COMMON_SPEC_H_
+#define RINGMASTER_COMMON_SPEC_H_
+
+// Job specs: YAML or JSON files mapped onto the ringmaster.v1.JobSpec proto
+// (proto/job_spec.proto is the reference for every field, its default and its
+// limits), `--set key.path=value` overrides, defaults and validation.
+//
+// The path from a file to a job the coordinator accepts:
+//   ParseJobSpec -> ApplyOverride (each --set) -> ApplyDefaults -> ValidateJobSpec
+// LoadJobSpecFile does all four. The coordinator runs ApplyDefaults and
+// ValidateJobSpec again on every submitted spec (both are idempotent).
+//
+// Every error about the spec's content is INVALID_ARGUMENT with a message
+// that names the field path (proto field names, "model.gpt.heads",
+// "model.mlp.hidden_sizes[1]", "labels.team") and the reason:
+//   resources.nodes: must be >= 1, got 0
+//   optimizer.lr: expected a number, got "fast" (line 7, column 7)
+//   modle: unknown field (line 1, column 1)
+// Errors found while parsing a document carry its line and column; errors of
+// a --set carry the assignment. Thread-safe: all functions are pure.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/job_spec.pb.h"
+
+namespace ringmaster {
+
+enum class SpecFormat { kYaml, kJson };
+
+// ".yaml" / ".yml" -> kYaml, ".json" -> kJson (case-insensitive); otherwise
+// INVALID_ARGUMENT naming the path.
+absl::StatusOr<SpecFormat> SpecFormatFromPath(std::string_view path);
+
+// Parses one YAML or JSON document onto a JobSpec: syntax (with line and
+// column), field names, value types and enum values. Applies no defaults
+// and checks no ranges or consistency (ValidateJobSpec does). An empty
+// document is an error.
+absl::StatusOr<v1::JobSpec> ParseJobSpec(std::string_view text, SpecFormat format);
+
+// Reads the file at `path` (NOT_FOUND / PERMISSION_DENIED / ... if it cannot
+// be read), parses it in the format its extension names, applies `overrides`
+// in order (see ApplyOverride), sets `name` to the file's base name without
+// extension if the spec has none, applies defaults and validates. Errors
+// about the file's content are prefixed with "<path>: "; override errors are
+// as ApplyOverride returns them.
+absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path,
+                                            const std::vector<std::string>& overrides = {});
+
+// Applies one `key.path=value` assignment (the CLI's --set):
+// - key.path: proto field names (snake_case) or their lowerCamelCase JSON
+//   names, separated by '.'; setting a member of a oneof (model.cnn.channels)
+//   switches the oneof to it; after a map field, the rest of the path is the
+//   key (labels.team=x).
+// - value: typed by the field: numbers, true/false, enum names (as in files);
+//   repeated fields take a comma list, with or without brackets
+//   ("64,32", "[64, 32]"; "" or "[]" empties the list); a value in matching
+//   single or double quotes is taken without them; a bare `null` resets the
+//   field to unset (its default), or removes the map entry.
+// Errors (INVALID_ARGUMENT): a missing '=', an unknown field, a message field
+// without a sub-field, a bad value; the message ends with
+// ` (in --set "<assignment>")`. On error `spec` is unchanged.
+absl::Status ApplyOverride(v1::JobSpec* spec, std::string_view assignment);
+
+// Fills every unset field that has a documented default (see
+// proto/job_spec.proto and proto/model_spec.proto); fields that are set, even
+// to invalid values, are left alone. Defaults depend on other fields (lr on
+// the optimizer type, data.path on the dataset, ranks_per_node and data on
+// the parallel layout), so run it after all overrides. Options that do not
+// apply to the chosen kind (momentum for AdamW, a loss scaler for bf16) are
+// not filled. Idempotent.
+void ApplyDefaults(v1::JobSpec* spec);
+
+// Checks ranges, required fields and consistency between fields; OK or the
+// first violation found (INVALID_ARGUMENT, field path and reason). Validates
+// the spec as ApplyDefaults would complete it (without changing `spec`), so
+// it may be called on a spec with or without defaults applied. Does not
+// check the file system (data.path existence) or the cluster (GPU counts).
+absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+
+// Blocks of the model (the units pipeline stages are cut between), as
+// documented in proto/model_spec.proto; counts empty repeated fields as
+// their defaults. 0 when no model is set.
+int ModelBlockCount(const v1::ModelSpec& model);
+
+}  // namespace ringmaster
+
+#endif  // RINGMASTER_COMMON_SPEC_H_
