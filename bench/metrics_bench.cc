@@ -1,0 +1,114 @@
+// Cost of metric updates on the hot path (common/metrics.h): ns per operation
+// on a labelled series, with 1..N threads, for one shared series (contended)
+// and one series per thread; plus the lookup the hot path avoids and a scrape.
+//
+//   bazel run //bench:metrics_bench [-- ITERATIONS_PER_THREAD]
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/metrics.h"
+
+namespace ringmaster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs body(thread_index, iterations) on `threads` threads started together;
+// returns wall ns per operation per thread (what one caller pays).
+double NsPerOp(int threads, long iterations, const std::function<void(int, long)>& body) {
+  std::vector<std::thread> pool;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  Clock::time_point start;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      body(t, iterations);
+    });
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  start = Clock::now();
+  go.store(true, std::memory_order_release);
+  for (std::thread& t : pool) t.join();
+  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+  return ns / iterations;
+}
+
+int Main(int argc, char** argv) {
+  const long iterations = argc > 1 ? std::atol(argv[1]) : 5'000'000;
+  MetricsRegistry registry;
+  Family<Counter>* counters =
+      *registry.AddCounter("bench_events_total", "Events.", {"job", "rank"});
+  Family<Gauge>* gauges = *registry.AddGauge("bench_value", "Value.", {"job", "rank"});
+  Family<Histogram>* histograms =
+      *registry.AddHistogram("bench_step_seconds", "Step time.", {"job", "rank"});
+  Counter* shared_counter = *counters->WithLabels({"j1", "0"});
+  Histogram* shared_histogram = *histograms->WithLabels({"j1", "0"});
+  std::vector<Counter*> own_counters;
+  std::vector<Gauge*> own_gauges;
+  std::vector<Histogram*> own_histograms;
+  const int max_threads = std::max(4u, std::thread::hardware_concurrency());
+  for (int t = 0; t < max_threads; ++t) {
+    own_counters.push_back(*counters->WithLabels({"j2", std::to_string(t)}));
+    own_gauges.push_back(*gauges->WithLabels({"j2", std::to_string(t)}));
+    own_histograms.push_back(*histograms->WithLabels({"j2", std::to_string(t)}));
+  }
+
+  std::printf("metrics_bench: %ld iterations per thread, %u hardware threads\n", iterations,
+              std::thread::hardware_concurrency());
+  std::printf("%-44s %8s %12s\n", "operation", "threads", "ns/op");
+  std::vector<int> thread_counts = {1, 2, max_threads};
+  auto row_n = [&](const char* name, long n, const std::function<void(int, long)>& body) {
+    for (int threads : thread_counts) {
+      std::printf("%-44s %8d %12.2f\n", name, threads, NsPerOp(threads, n, body));
+    }
+  };
+  auto row = [&](const char* name, const std::function<void(int, long)>& body) {
+    row_n(name, iterations, body);
+  };
+  row("Counter::Inc, one shared series", [&](int, long n) {
+    for (long i = 0; i < n; ++i) shared_counter->Inc();
+  });
+  row("Counter::Inc, a series per thread", [&](int t, long n) {
+    Counter* c = own_counters[t];
+    for (long i = 0; i < n; ++i) c->Inc();
+  });
+  row("Gauge::Set, a series per thread", [&](int t, long n) {
+    Gauge* g = own_gauges[t];
+    for (long i = 0; i < n; ++i) g->Set(static_cast<double>(i));
+  });
+  row("Histogram::Observe (11 buckets), shared", [&](int, long n) {
+    for (long i = 0; i < n; ++i) shared_histogram->Observe(0.001 * (i & 1023));
+  });
+  row("Histogram::Observe (11 buckets), per thread", [&](int t, long n) {
+    Histogram* h = own_histograms[t];
+    for (long i = 0; i < n; ++i) h->Observe(0.001 * (i & 1023));
+  });
+  const std::vector<std::string> labels = {"j1", "0"};
+  row_n("WithLabels + Inc (what the hot path avoids)", iterations / 10, [&](int, long n) {
+    for (long i = 0; i < n; ++i) (*counters->WithLabels(labels))->Inc();
+  });
+
+  // A scrape of a trainer-sized registry: the series above.
+  const int scrapes = 200;
+  size_t bytes = 0;
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < scrapes; ++i) bytes = registry.ExposeText().size();
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  std::printf("ExposeText: %.1f us per scrape, %zu bytes\n", us / scrapes, bytes);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+int main(int argc, char** argv) { return ringmaster::Main(argc, argv); }
