@@ -9,6 +9,7 @@ const char* DTypeName(DType t) {
     case DType::kF32: return "f32";
     case DType::kF16: return "f16";
     case DType::kBF16: return "bf16";
+    case DType::kI32: return "i32";
   }
   return "?";
 }
@@ -78,6 +79,7 @@ float HalfToFloat(uint16_t h) {
 float RoundTo(DType t, float f) {
   switch (t) {
     case DType::kF32: return f;
+    case DType::kI32: return f;
     case DType::kF16: return HalfToFloat(FloatToHalf(f));
     case DType::kBF16: return BFloat16ToFloat(FloatToBFloat16(f));
   }

@@ -11,11 +11,12 @@
 
 namespace ringmaster::engine {
 
-enum class DType : uint8_t { kF32, kF16, kBF16 };
+// kI32 holds integer data (token ids, class labels); it is never a compute dtype.
+enum class DType : uint8_t { kF32, kF16, kBF16, kI32 };
 enum class Device : uint8_t { kCpu, kCuda };
 
-inline size_t DTypeSize(DType t) { return t == DType::kF32 ? 4 : 2; }
-const char* DTypeName(DType t);    // "f32", "f16", "bf16"
+inline size_t DTypeSize(DType t) { return t == DType::kF32 || t == DType::kI32 ? 4 : 2; }
+const char* DTypeName(DType t);    // "f32", "f16", "bf16", "i32"
 const char* DeviceName(Device d);  // "cpu", "cuda"
 
 // Round-to-nearest-even conversions; NaN stays NaN, overflow becomes inf.
@@ -29,7 +30,7 @@ inline float BFloat16ToFloat(uint16_t b) {
   return f;
 }
 
-// f rounded to `t` and back (identity for kF32).
+// f rounded to `t` and back (identity for kF32 and kI32).
 float RoundTo(DType t, float f);
 
 }  // namespace ringmaster::engine

@@ -22,6 +22,16 @@ struct Parameter {
 // Non-owning list of a model's (or a pipeline stage's) parameters, in layer order.
 using ParameterList = std::vector<Parameter*>;
 
+// A non-trainable tensor that is part of the model's state (BatchNorm running
+// statistics): saved in checkpoints under its PyTorch state_dict name, never
+// touched by optimizers and never all-reduced.
+struct Buffer {
+  std::string name;
+  Tensor value;
+};
+
+using BufferList = std::vector<Buffer*>;
+
 }  // namespace ringmaster::engine
 
 #endif  // RINGMASTER_ENGINE_CORE_PARAMETER_H_

@@ -59,6 +59,14 @@ Tensor Tensor::FromVector(const Shape& shape, const std::vector<float>& values) 
   return t;
 }
 
+Tensor Tensor::FromInts(const Shape& shape, const std::vector<int32_t>& values) {
+  ENGINE_CHECK(static_cast<int64_t>(values.size()) == NumElements(shape), "{} values for shape {}",
+               values.size(), ShapeString(shape));
+  Tensor t = Empty(shape, DType::kI32);
+  std::memcpy(t.raw(), values.data(), values.size() * sizeof(int32_t));
+  return t;
+}
+
 Tensor Tensor::Wrap(void* data, const Shape& shape, DType dtype, Device device) {
   auto storage = std::make_shared<Storage>(data, NumElements(shape) * DTypeSize(dtype), device, nullptr);
   return Tensor(std::move(storage), shape, dtype);
@@ -70,8 +78,13 @@ float* Tensor::f32() const {
 }
 
 uint16_t* Tensor::u16() const {
-  ENGINE_CHECK(dtype_ != DType::kF32, "u16() on an f32 tensor");
+  ENGINE_CHECK(dtype_ == DType::kF16 || dtype_ == DType::kBF16, "u16() on a {} tensor", DTypeName(dtype_));
   return static_cast<uint16_t*>(raw());
+}
+
+int32_t* Tensor::i32() const {
+  ENGINE_CHECK(dtype_ == DType::kI32, "i32() on a {} tensor", DTypeName(dtype_));
+  return static_cast<int32_t*>(raw());
 }
 
 Tensor Tensor::View(const Shape& shape) const {
@@ -106,6 +119,9 @@ std::vector<float> Tensor::ToVector() const {
       break;
     case DType::kBF16:
       for (int64_t i = 0; i < numel(); ++i) out[i] = BFloat16ToFloat(u16()[i]);
+      break;
+    case DType::kI32:
+      for (int64_t i = 0; i < numel(); ++i) out[i] = static_cast<float>(i32()[i]);
       break;
   }
   return out;

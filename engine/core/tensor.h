@@ -53,6 +53,8 @@ class Tensor {
   static Tensor Zeros(const Shape& shape, DType dtype = DType::kF32);
   // A host f32 tensor holding `values` (size must equal NumElements(shape)).
   static Tensor FromVector(const Shape& shape, const std::vector<float>& values);
+  // A host i32 tensor holding `values` (token ids, labels).
+  static Tensor FromInts(const Shape& shape, const std::vector<int32_t>& values);
   // Wraps memory owned elsewhere (its lifetime must cover the tensor's).
   static Tensor Wrap(void* data, const Shape& shape, DType dtype, Device device);
   // A tensor over `storage` (made by a backend's allocator).
@@ -71,6 +73,7 @@ class Tensor {
   // Typed access; CHECKs the dtype (a wrong dtype is a bug, not bad input).
   float* f32() const;
   uint16_t* u16() const;  // f16 or bf16 bits
+  int32_t* i32() const;   // kI32 only
 
   // Same storage, another shape with the same element count.
   Tensor View(const Shape& shape) const;

@@ -1,0 +1,115 @@
+#include "engine/nn/gpt.h"
+
+#include <cmath>
+
+#include "common/status_macros.h"
+#include "engine/nn/init.h"
+
+namespace ringmaster::engine::nn {
+
+TransformerBlock::TransformerBlock(Backend& backend, std::string prefix, const ModelConfig& c)
+    : backend_(backend),
+      prefix_(std::move(prefix)),
+      channels_(c.n_embd),
+      ln_1_(backend, prefix_ + ".ln_1", c.n_embd, c.ln_eps),
+      attn_(backend, prefix_ + ".attn", c.n_embd, c.n_head, c.n_layer, c.seed),
+      ln_2_(backend, prefix_ + ".ln_2", c.n_embd, c.ln_eps),
+      c_fc_(backend, prefix_ + ".mlp.c_fc", c.n_embd, 4 * c.n_embd, true, c.seed),
+      gelu_(backend, prefix_ + ".mlp.gelu"),
+      c_proj_(backend, prefix_ + ".mlp.c_proj", 4 * c.n_embd, c.n_embd, true, c.seed) {
+  InitGpt2Linear(backend, c_fc_, 0.02, c.seed);
+  InitGpt2Linear(backend, c_proj_, 0.02 / std::sqrt(2.0 * c.n_layer), c.seed);
+}
+
+absl::StatusOr<Tensor> TransformerBlock::Forward(const Tensor& x, bool training, int mb) {
+  RETURN_IF_ERROR(CheckInput(prefix_, x, 3, 2, channels_));
+  ASSIGN_OR_RETURN(Tensor a, ln_1_.Forward(x, training, mb));
+  ASSIGN_OR_RETURN(a, attn_.Forward(a, training, mb));
+  Tensor h = backend_.Empty(x.shape());
+  backend_.Add(x, a, h);
+  ASSIGN_OR_RETURN(Tensor m, ln_2_.Forward(h, training, mb));
+  ASSIGN_OR_RETURN(m, c_fc_.Forward(m, training, mb));
+  ASSIGN_OR_RETURN(m, gelu_.Forward(m, training, mb));
+  ASSIGN_OR_RETURN(m, c_proj_.Forward(m, training, mb));
+  Tensor out = backend_.Empty(x.shape());
+  backend_.Add(h, m, out);
+  return out;
+}
+
+absl::StatusOr<Tensor> TransformerBlock::Backward(const Tensor& dy, int mb) {
+  // out = h + mlp(ln_2(h)):  dh = dy + ln_2'(mlp'(dy))
+  ASSIGN_OR_RETURN(Tensor g, c_proj_.Backward(dy, mb));
+  ASSIGN_OR_RETURN(g, gelu_.Backward(g, mb));
+  ASSIGN_OR_RETURN(g, c_fc_.Backward(g, mb));
+  ASSIGN_OR_RETURN(g, ln_2_.Backward(g, mb));
+  Tensor dh = backend_.Empty(dy.shape());
+  backend_.Add(dy, g, dh);
+  // h = x + attn(ln_1(x)):  dx = dh + ln_1'(attn'(dh))
+  ASSIGN_OR_RETURN(g, attn_.Backward(dh, mb));
+  ASSIGN_OR_RETURN(g, ln_1_.Backward(g, mb));
+  Tensor dx = backend_.Empty(dy.shape());
+  backend_.Add(dh, g, dx);
+  return dx;
+}
+
+ParameterList TransformerBlock::Parameters() {
+  ParameterList list;
+  for (Block* b : std::initializer_list<Block*>{&ln_1_, &attn_, &ln_2_, &c_fc_, &c_proj_})
+    for (Parameter* p : b->Parameters()) list.push_back(p);
+  return list;
+}
+
+LmHead::LmHead(Backend& backend, const ModelConfig& c, Parameter* tied_weight)
+    : backend_(backend),
+      channels_(c.n_embd),
+      vocab_(c.vocab_size),
+      ln_f_(backend, "transformer.ln_f", c.n_embd, c.ln_eps),
+      weight_(tied_weight) {
+  if (weight_ == nullptr) {
+    own_weight_ = MakeParameter(backend, "lm_head.weight", {c.vocab_size, c.n_embd}, true);
+    InitNormal(backend, own_weight_, 0.02, c.seed);
+    weight_ = &own_weight_;
+  }
+}
+
+absl::StatusOr<Tensor> LmHead::Forward(const Tensor& x, bool training, int mb) {
+  RETURN_IF_ERROR(CheckInput("lm_head", x, 3, 2, channels_));
+  ASSIGN_OR_RETURN(Tensor h, ln_f_.Forward(x, training, mb));
+  Tensor logits = backend_.Empty({x.dim(0), x.dim(1), vocab_});
+  backend_.Gemm(false, true, 1.0f, h, weight_->value, 0.0f, logits);
+  if (training) inputs_.Put(mb, h);
+  return logits;
+}
+
+absl::StatusOr<Tensor> LmHead::Backward(const Tensor& dy, int mb) {
+  ASSIGN_OR_RETURN(Tensor h, inputs_.Take(mb, "lm_head"));
+  if (dy.numel() != h.numel() / channels_ * vocab_)
+    return absl::InvalidArgumentError(absl::StrCat("lm_head: grad ", ShapeString(dy.shape())));
+  backend_.Gemm(true, false, 1.0f, dy, h, 1.0f, weight_->grad);  // dW[V, C] += dy^T h
+  Tensor dh = backend_.Empty(h.shape());
+  backend_.Gemm(false, false, 1.0f, dy, weight_->value, 0.0f, dh);
+  return ln_f_.Backward(dh, mb);
+}
+
+ParameterList LmHead::Parameters() {
+  ParameterList list = ln_f_.Parameters();
+  list.push_back(weight_);
+  return list;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> BuildGpt(const ModelConfig& c, Backend& backend) {
+  if (c.n_layer <= 0 || c.n_head <= 0 || c.n_embd <= 0 || c.block_size <= 0 || c.vocab_size <= 0)
+    return absl::InvalidArgumentError("gpt: n_layer, n_head, n_embd, block_size and vocab_size must be positive");
+  if (c.n_embd % c.n_head != 0)
+    return absl::InvalidArgumentError(absl::StrCat("gpt: n_embd ", c.n_embd, " not divisible by n_head ", c.n_head));
+  auto m = std::make_unique<Model>(backend, "gpt");
+  auto embedding = std::make_unique<Embedding>(backend, c.vocab_size, c.block_size, c.n_embd, c.seed);
+  Parameter* wte = &embedding->wte();
+  m->Add(std::move(embedding));
+  for (int64_t i = 0; i < c.n_layer; ++i)
+    m->Add(std::make_unique<TransformerBlock>(backend, absl::StrCat("transformer.h.", i), c));
+  m->Add(std::make_unique<LmHead>(backend, c, c.tie_embeddings ? wte : nullptr));
+  return m;
+}
+
+}  // namespace ringmaster::engine::nn

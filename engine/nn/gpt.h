@@ -1,0 +1,72 @@
+#ifndef RINGMASTER_ENGINE_NN_GPT_H_
+#define RINGMASTER_ENGINE_NN_GPT_H_
+
+// GPT-2-style decoder as a sequence of blocks:
+//   block 0:           Embedding (token + position)           tokens i32 [B, T] -> [B, T, C]
+//   blocks 1..n_layer: TransformerBlock "transformer.h.{i}"   [B, T, C] -> [B, T, C]
+//   last block:        LmHead (ln_f + projection to vocab)     [B, T, C] -> logits [B, T, V]
+// With tie_embeddings the head multiplies by transformer.wte.weight (GPT-2);
+// the shared Parameter is listed once. A pipeline that puts the embedding and
+// the head on different ranks must sum that parameter's gradient between
+// them (as Megatron does); see docs/models.md.
+
+#include <memory>
+#include <string>
+
+#include "engine/nn/activation.h"
+#include "engine/nn/model.h"
+#include "engine/nn/model_factory.h"
+#include "engine/nn/transformer_layers.h"
+
+namespace ringmaster::engine::nn {
+
+// Pre-LN block: x + attn(ln_1(x)), then h + mlp(ln_2(h)), mlp = c_proj(gelu(c_fc(h))).
+class TransformerBlock final : public Block {
+ public:
+  TransformerBlock(Backend& backend, std::string prefix, const ModelConfig& config);
+  std::string_view kind() const override { return "TransformerBlock"; }
+  using Block::Backward;
+  using Block::Forward;
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool training, int micro_batch) override;
+  absl::StatusOr<Tensor> Backward(const Tensor& dy, int micro_batch) override;
+  ParameterList Parameters() override;
+
+ private:
+  Backend& backend_;
+  std::string prefix_;
+  int64_t channels_;
+  LayerNorm ln_1_;
+  CausalSelfAttention attn_;
+  LayerNorm ln_2_;
+  Linear c_fc_;
+  Gelu gelu_;
+  Linear c_proj_;
+};
+
+// Final LayerNorm "transformer.ln_f" and the vocabulary projection (no bias):
+// logits = ln_f(x) @ W^T, W = transformer.wte.weight (tied) or lm_head.weight.
+class LmHead final : public Block {
+ public:
+  // tied_weight: the embedding's table, or null for an own "lm_head.weight".
+  LmHead(Backend& backend, const ModelConfig& config, Parameter* tied_weight);
+  std::string_view kind() const override { return "LmHead"; }
+  using Block::Backward;
+  using Block::Forward;
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool training, int micro_batch) override;
+  absl::StatusOr<Tensor> Backward(const Tensor& dy, int micro_batch) override;
+  ParameterList Parameters() override;
+
+ private:
+  Backend& backend_;
+  int64_t channels_, vocab_;
+  LayerNorm ln_f_;
+  Parameter own_weight_;
+  Parameter* weight_;
+  CacheSlots<Tensor> inputs_;  // ln_f output
+};
+
+absl::StatusOr<std::unique_ptr<Model>> BuildGpt(const ModelConfig& config, Backend& backend);
+
+}  // namespace ringmaster::engine::nn
+
+#endif  // RINGMASTER_ENGINE_NN_GPT_H_

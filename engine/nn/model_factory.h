@@ -1,0 +1,55 @@
+#ifndef RINGMASTER_ENGINE_NN_MODEL_FACTORY_H_
+#define RINGMASTER_ENGINE_NN_MODEL_FACTORY_H_
+
+// ModelConfig -> Model. The architectures and their PyTorch twins (same
+// state_dict names and layouts) are documented in docs/models.md.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/nn/model.h"
+
+namespace ringmaster::engine::nn {
+
+enum class ModelKind { kMlp, kCnn, kGpt };
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::kMlp;
+  uint64_t seed = 0;  // initialisation (and dropout) seed; same seed -> same weights
+
+  // Image classifiers (MLP, CNN): input [N, channels, height, width].
+  int64_t input_channels = 1;
+  int64_t input_height = 28;
+  int64_t input_width = 28;
+  int64_t num_classes = 10;
+  float dropout = 0.0f;  // MLP: after each hidden ReLU when > 0; CNN: before the last Linear (always present)
+
+  // MLP hidden layer sizes.
+  std::vector<int64_t> hidden_sizes = {256, 128};
+
+  // CNN: conv3x3(in -> conv1_channels) + BN + ReLU + pool2, conv3x3(-> conv2_channels)
+  // + BN + ReLU + pool2, Linear(-> cnn_hidden) + ReLU + Dropout, Linear(-> classes).
+  int64_t conv1_channels = 32;
+  int64_t conv2_channels = 64;
+  int64_t cnn_hidden = 128;
+  float bn_momentum = 0.1f;
+  float bn_eps = 1e-5f;
+
+  // GPT-2-style decoder.
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;
+  int64_t block_size = 128;  // maximum sequence length
+  int64_t vocab_size = 256;  // byte-level by default
+  bool tie_embeddings = true;  // LM head shares transformer.wte.weight, as GPT-2
+  float ln_eps = 1e-5f;
+};
+
+// InvalidArgument for inconsistent configurations (e.g. n_embd % n_head != 0).
+absl::StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, Backend& backend);
+
+}  // namespace ringmaster::engine::nn
+
+#endif  // RINGMASTER_ENGINE_NN_MODEL_FACTORY_H_

@@ -1,0 +1,92 @@
+#ifndef RINGMASTER_ENGINE_NN_TRANSFORMER_LAYERS_H_
+#define RINGMASTER_ENGINE_NN_TRANSFORMER_LAYERS_H_
+
+// The layers of a GPT-2-style decoder, named as nanoGPT's model.py (which
+// mirrors Hugging Face's GPT-2 names with nn.Linear [out, in] weights):
+//   LayerNorm:           "<prefix>.weight", "<prefix>.bias" [C]
+//   Embedding:           "transformer.wte.weight" [V, C], "transformer.wpe.weight" [block_size, C]
+//   CausalSelfAttention: "<prefix>.c_attn.{weight,bias}" [3C, C], [3C];
+//                        "<prefix>.c_proj.{weight,bias}" [C, C], [C]
+
+#include <memory>
+#include <string>
+
+#include "engine/nn/layer.h"
+#include "engine/nn/linear.h"
+
+namespace ringmaster::engine::nn {
+
+// torch.nn.LayerNorm(C, eps) over the last dimension.
+class LayerNorm final : public Block {
+ public:
+  LayerNorm(Backend& backend, std::string prefix, int64_t channels, float eps = 1e-5f);
+  std::string_view kind() const override { return "LayerNorm"; }
+  using Block::Backward;
+  using Block::Forward;
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool training, int micro_batch) override;
+  absl::StatusOr<Tensor> Backward(const Tensor& dy, int micro_batch) override;
+  ParameterList Parameters() override { return {&weight_, &bias_}; }
+
+ private:
+  struct Cache {
+    Tensor x, mean, rstd;
+  };
+  Backend& backend_;
+  std::string prefix_;
+  int64_t channels_;
+  float eps_;
+  Parameter weight_, bias_;
+  CacheSlots<Cache> caches_;
+};
+
+// Token + position embedding: tokens i32 [B, T] (T <= block_size) -> [B, T, C].
+// Backward returns an undefined tensor (tokens have no gradient).
+class Embedding final : public Block {
+ public:
+  // Both tables N(0, 0.02^2) from `seed`.
+  Embedding(Backend& backend, int64_t vocab_size, int64_t block_size, int64_t channels, uint64_t seed);
+  std::string_view kind() const override { return "Embedding"; }
+  using Block::Backward;
+  using Block::Forward;
+  absl::StatusOr<Tensor> Forward(const Tensor& tokens, bool training, int micro_batch) override;
+  absl::StatusOr<Tensor> Backward(const Tensor& dy, int micro_batch) override;
+  ParameterList Parameters() override { return {&wte_, &wpe_}; }
+  Parameter& wte() { return wte_; }
+
+ private:
+  Backend& backend_;
+  int64_t vocab_, block_size_, channels_;
+  Parameter wte_, wpe_;
+  CacheSlots<Tensor> tokens_;
+};
+
+// Causal multi-head self-attention: c_proj(attention(c_attn(x))), x [B, T, C].
+class CausalSelfAttention final : public Block {
+ public:
+  // GPT-2 initialisation: weights N(0, 0.02^2), c_proj's N(0, (0.02 / sqrt(2 n_layer))^2), biases 0.
+  CausalSelfAttention(Backend& backend, std::string prefix, int64_t channels, int64_t n_head, int64_t n_layer,
+                      uint64_t seed);
+  std::string_view kind() const override { return "CausalSelfAttention"; }
+  using Block::Backward;
+  using Block::Forward;
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool training, int micro_batch) override;
+  absl::StatusOr<Tensor> Backward(const Tensor& dy, int micro_batch) override;
+  ParameterList Parameters() override;
+
+ private:
+  struct Cache {
+    Tensor qkv, att;
+  };
+  Backend& backend_;
+  std::string prefix_;
+  int64_t channels_, n_head_;
+  Linear c_attn_, c_proj_;
+  CacheSlots<Cache> caches_;
+};
+
+// Re-initialises a Linear the GPT-2 way: weight N(0, std^2), bias 0.
+void InitGpt2Linear(Backend& backend, Linear& linear, double std, uint64_t seed);
+
+}  // namespace ringmaster::engine::nn
+
+#endif  // RINGMASTER_ENGINE_NN_TRANSFORMER_LAYERS_H_

@@ -1,0 +1,124 @@
+#ifndef RINGMASTER_ENGINE_TRAIN_TRAINER_H_
+#define RINGMASTER_ENGINE_TRAIN_TRAINER_H_
+
+// Trainer: one rank's training loop. It owns the backend, the model, the
+// optimizer, the loss scaler, the data loaders and the checkpointing of a job;
+// Run() resumes from the newest good checkpoint (if any) and trains to the
+// configured number of steps, evaluating and checkpointing on the way.
+//
+// Determinism: for a fixed config and thread count, the losses and weights of a
+// run do not depend on where it was stopped and resumed (the data-loader
+// position, optimizer and loss-scaler state, BatchNorm statistics and the
+// dropout key, which is the step number, are all in the checkpoint).
+//
+// Not thread-safe: one thread drives it.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/core/backend.h"
+#include "engine/data/data_loader.h"
+#include "engine/data/dataset.h"
+#include "engine/nn/loss.h"
+#include "engine/nn/model.h"
+#include "engine/optim/loss_scaler.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/optim/optimizer.h"
+#include "engine/train/trainer_config.h"
+
+namespace ringmaster::engine {
+
+// What one optimizer step did.
+struct StepReport {
+  int64_t step = 0;         // 1-based: steps completed, this one included
+  int64_t total_steps = 0;
+  int64_t epoch = 0;
+  float loss = 0.0f;        // mean training loss of the step's global batch
+  float lr = 0.0f;
+  float loss_scale = 1.0f;  // the scale this step's backward used
+  bool skipped = false;     // inf/NaN gradients: the update was skipped
+  int64_t skipped_total = 0;
+  double grad_norm = 0.0;   // global L2 norm of the (unscaled) gradients
+  double seconds = 0.0;     // wall time of the step
+  int64_t samples = 0;      // samples in the step (global batch)
+  int64_t tokens = 0;       // tokens in the step (language models; else 0)
+};
+
+struct EvalReport {
+  int64_t step = 0;
+  double loss = 0.0;      // mean cross-entropy over the evaluated samples
+  double accuracy = -1;   // classifiers: fraction correct; language models: -1
+  int64_t samples = 0;
+};
+
+struct TrainerOptions {
+  // Where checkpoints are written and resumed from; empty: no checkpoints.
+  std::string checkpoint_dir;
+  // Called after every step and every evaluation (progress, metrics).
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const EvalReport&)> on_eval;
+  // Stop Run() after this many steps of this process (as a stop or crash
+  // would), without the final evaluation; < 0: run to the end. For tests and
+  // for time-boxed runs.
+  int64_t max_steps_this_run = -1;
+  // Language models: evaluate on at most this many held-out sequences.
+  int64_t max_eval_sequences = 1024;
+};
+
+class Trainer {
+ public:
+  // Loads the data, builds the model and the optimizer. Errors name what is
+  // wrong (a missing dataset file, an inconsistent config).
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainerConfig& config, TrainerOptions options);
+  ~Trainer();
+
+  // Resumes from options.checkpoint_dir when it holds a good checkpoint, then
+  // trains until total_steps(), evaluating every eval interval and at the end,
+  // and checkpointing every checkpoint interval and at the end.
+  absl::Status Run();
+  // One step on the next batch of the training loader.
+  absl::StatusOr<StepReport> Step();
+  // Evaluates on the held-out data (no state changes).
+  absl::StatusOr<EvalReport> Evaluate();
+  // Writes a checkpoint of the current step; returns its path.
+  absl::StatusOr<std::string> SaveCheckpoint();
+  // Loads the newest good checkpoint of options.checkpoint_dir; returns its
+  // step, or NOT_FOUND when there is none.
+  absl::StatusOr<int64_t> Resume();
+
+  int64_t step() const { return step_; }
+  int64_t total_steps() const { return total_steps_; }
+  int64_t steps_per_epoch() const { return train_loader_->batches_per_epoch(); }
+  const TrainerConfig& config() const { return config_; }
+  nn::Model& model() { return *model_; }
+  const optim::LossScaler& loss_scaler() const { return scaler_; }
+
+ private:
+  Trainer(const TrainerConfig& config, TrainerOptions options);
+  absl::Status Init();
+  absl::Status LoadData();
+  bool IsLanguageModel() const { return config_.model.kind == nn::ModelKind::kGpt; }
+  bool EvalDue() const;
+
+  TrainerConfig config_;
+  TrainerOptions options_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<nn::Model> model_;
+  std::unique_ptr<nn::SoftmaxCrossEntropy> loss_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::optional<optim::LrSchedule> schedule_;
+  optim::LossScaler scaler_ = optim::LossScaler::Disabled();
+  std::shared_ptr<const Dataset> train_data_;
+  std::shared_ptr<const Dataset> eval_data_;
+  std::unique_ptr<DataLoader> train_loader_;
+  int64_t step_ = 0;
+  int64_t total_steps_ = 0;
+};
+
+}  // namespace ringmaster::engine
+
+#endif  // RINGMASTER_ENGINE_TRAIN_TRAINER_H_

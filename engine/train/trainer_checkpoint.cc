@@ -1,0 +1,118 @@
+// Trainer: writing and resuming checkpoints.
+//
+// model.safetensors holds the parameters and buffers under their PyTorch
+// names; optimizer.safetensors the optimizer's state tensors; state.json the
+// step, the optimizer's step count, the loss scaler and the data-loader
+// position. Parameters are written as they are (no copy): the write finishes
+// before the next step changes them.
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/train/trainer.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::engine {
+namespace {
+
+absl::StatusOr<int64_t> StateInt(const StateMap& state, const std::string& key, const std::string& path) {
+  auto it = state.find(key);
+  int64_t value = 0;
+  if (it == state.end() || !absl::SimpleAtoi(it->second, &value)) {
+    return absl::DataLossError(absl::StrCat(path, ": state.json has no integer \"", key, "\""));
+  }
+  return value;
+}
+
+absl::StatusOr<float> StateFloat(const StateMap& state, const std::string& key, const std::string& path) {
+  auto it = state.find(key);
+  float value = 0;
+  if (it == state.end() || !absl::SimpleAtof(it->second, &value)) {
+    return absl::DataLossError(absl::StrCat(path, ": state.json has no number \"", key, "\""));
+  }
+  return value;
+}
+
+// OK when the saved tensor `src` can replace the live tensor `dst`.
+absl::Status CheckSameLayout(const std::string& name, const Tensor& src, const Tensor& dst, const std::string& path) {
+  if (src.shape() != dst.shape() || src.dtype() != dst.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": tensor \"", name, "\" is ", ShapeString(src.shape()),
+                                                   " ", DTypeName(src.dtype()), ", the model expects ",
+                                                   ShapeString(dst.shape()), " ", DTypeName(dst.dtype())));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
+  CheckpointContents contents;
+  for (Parameter* p : model_->Parameters()) contents.model.emplace_back(p->name, p->value);
+  for (Buffer* b : model_->Buffers()) contents.model.emplace_back(b->name, b->value);
+  contents.optimizer = optimizer_->StateTensors();
+  optim::LossScalerState scaler = scaler_.State();
+  contents.state = {
+      {"job", config_.name},
+      {"step", absl::StrCat(step_)},
+      {"optimizer_step", absl::StrCat(optimizer_->step_count())},
+      {"loss_scale", absl::StrCat(scaler.scale)},
+      {"loss_scale_clean_steps", absl::StrCat(scaler.clean_steps)},
+      {"skipped_steps", absl::StrCat(scaler.skipped_steps)},
+      {"data_loader", train_loader_->State().Encode()},
+  };
+  ASSIGN_OR_RETURN(std::string path,
+                   WriteCheckpoint(options_.checkpoint_dir, step_, contents, config_.checkpoint_keep));
+  spdlog::info("checkpoint step {} written to {}", step_, path);
+  return path;
+}
+
+absl::StatusOr<int64_t> Trainer::Resume() {
+  ASSIGN_OR_RETURN(LoadedCheckpoint loaded, LoadNewestCheckpoint(options_.checkpoint_dir));
+  for (const std::string& skipped : loaded.skipped) spdlog::warn("skipped damaged checkpoint {}", skipped);
+  const std::string& path = loaded.path;
+  const StateMap& state = loaded.contents.state;
+
+  // Check everything first, then change the live state.
+  std::map<std::string, Tensor> saved(loaded.contents.model.begin(), loaded.contents.model.end());
+  std::vector<std::pair<std::string, Tensor>> live;
+  for (Parameter* p : model_->Parameters()) live.emplace_back(p->name, p->value);
+  for (Buffer* b : model_->Buffers()) live.emplace_back(b->name, b->value);
+  if (saved.size() != live.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the checkpoint holds ", saved.size(),
+                                                   " model tensors, the model has ", live.size()));
+  }
+  for (const auto& [name, tensor] : live) {
+    auto it = saved.find(name);
+    if (it == saved.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": no tensor \"", name, "\" in the checkpoint"));
+    }
+    RETURN_IF_ERROR(CheckSameLayout(name, it->second, tensor, path));
+  }
+  ASSIGN_OR_RETURN(int64_t step, StateInt(state, "step", path));
+  ASSIGN_OR_RETURN(int64_t optimizer_step, StateInt(state, "optimizer_step", path));
+  optim::LossScalerState scaler;
+  ASSIGN_OR_RETURN(scaler.scale, StateFloat(state, "loss_scale", path));
+  ASSIGN_OR_RETURN(scaler.clean_steps, StateInt(state, "loss_scale_clean_steps", path));
+  ASSIGN_OR_RETURN(scaler.skipped_steps, StateInt(state, "skipped_steps", path));
+  auto loader_it = state.find("data_loader");
+  if (loader_it == state.end()) return absl::DataLossError(absl::StrCat(path, ": state.json has no data_loader"));
+  ASSIGN_OR_RETURN(LoaderState loader, LoaderState::Decode(loader_it->second));
+
+  // The optimizer and the scaler check their state before changing anything;
+  // the loader's position is checked here, so that Restore cannot fail.
+  if (loader.batch < 0 || loader.batch >= train_loader_->batches_per_epoch()) {
+    return absl::DataLossError(absl::StrCat(path, ": data loader position \"", loader.Encode(),
+                                            "\" is outside this dataset's ", train_loader_->batches_per_epoch(),
+                                            " batches per epoch"));
+  }
+  RETURN_IF_ERROR(optimizer_->LoadState(loaded.contents.optimizer, optimizer_step));
+  RETURN_IF_ERROR(scaler_.LoadState(scaler));
+  RETURN_IF_ERROR(train_loader_->Restore(loader));
+  for (const auto& [name, tensor] : live) std::memcpy(tensor.raw(), saved[name].raw(), tensor.bytes());
+  step_ = step;
+  return step;
+}
+
+}  // namespace ringmaster::engine

@@ -1,0 +1,153 @@
+#include "engine/train/trainer_config.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ringmaster::engine {
+namespace {
+
+using v1::JobSpec;
+
+absl::Status MapModel(const v1::ModelSpec& spec, uint64_t seed, nn::ModelConfig* model) {
+  model->seed = seed;
+  switch (spec.kind_case()) {
+    case v1::ModelSpec::kMlp:
+      model->kind = nn::ModelKind::kMlp;
+      model->hidden_sizes.assign(spec.mlp().hidden_sizes().begin(), spec.mlp().hidden_sizes().end());
+      return absl::OkStatus();
+    case v1::ModelSpec::kCnn: {
+      const v1::CnnSpec& cnn = spec.cnn();
+      model->kind = nn::ModelKind::kCnn;
+      if (cnn.channels_size() != 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model.cnn.channels: the engine's CNN has exactly 2 conv stages, got ", cnn.channels_size()));
+      }
+      if (cnn.hidden_sizes_size() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "model.cnn.hidden_sizes: the engine's CNN has exactly 1 hidden layer, got ", cnn.hidden_sizes_size()));
+      }
+      if (cnn.kernel_size() != 3) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model.cnn.kernel_size: the engine's CNN uses 3x3 convolutions, got ", cnn.kernel_size()));
+      }
+      model->conv1_channels = cnn.channels(0);
+      model->conv2_channels = cnn.channels(1);
+      model->cnn_hidden = cnn.hidden_sizes(0);
+      return absl::OkStatus();
+    }
+    case v1::ModelSpec::kGpt: {
+      const v1::GptSpec& gpt = spec.gpt();
+      model->kind = nn::ModelKind::kGpt;
+      model->n_layer = gpt.layers();
+      model->n_head = gpt.heads();
+      model->n_embd = gpt.width();
+      model->block_size = gpt.context();
+      model->vocab_size = gpt.vocab_size();
+      return absl::OkStatus();
+    }
+    case v1::ModelSpec::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("model: required");
+}
+
+absl::Status MapOptimizer(const v1::OptimizerSpec& spec, optim::OptimizerConfig* opt, float* clip) {
+  switch (spec.type()) {
+    case v1::OptimizerSpec::SGD: opt->kind = optim::OptimizerKind::kSgd; break;
+    case v1::OptimizerSpec::LARS: opt->kind = optim::OptimizerKind::kLars; break;
+    case v1::OptimizerSpec::LAMB: opt->kind = optim::OptimizerKind::kLamb; break;
+    default: opt->kind = optim::OptimizerKind::kAdamW; break;
+  }
+  opt->lr = static_cast<float>(spec.lr());
+  if (spec.has_momentum()) opt->momentum = static_cast<float>(spec.momentum());
+  if (spec.has_nesterov()) opt->nesterov = spec.nesterov();
+  if (spec.has_weight_decay()) opt->weight_decay = static_cast<float>(spec.weight_decay());
+  if (spec.betas_size() == 2) {
+    opt->beta1 = spec.betas(0);
+    opt->beta2 = spec.betas(1);
+  }
+  if (spec.has_eps()) opt->eps = static_cast<float>(spec.eps());
+  if (spec.has_trust_coefficient()) opt->trust_coefficient = static_cast<float>(spec.trust_coefficient());
+  *clip = spec.has_grad_clip_norm() ? static_cast<float>(spec.grad_clip_norm()) : 0.0f;
+  return absl::OkStatus();
+}
+
+absl::Status MapSchedule(const JobSpec& spec, float lr, optim::LrScheduleConfig* schedule) {
+  const v1::LrScheduleSpec& s = spec.lr_schedule();
+  optim::LrScalingRule rule = optim::LrScalingRule::kNone;
+  if (s.scaling_rule() == v1::LrScheduleSpec::LINEAR) rule = optim::LrScalingRule::kLinear;
+  if (s.scaling_rule() == v1::LrScheduleSpec::SQRT) rule = optim::LrScalingRule::kSqrt;
+  int64_t reference = s.has_reference_batch_size() ? s.reference_batch_size() : spec.data().batch_size();
+  ASSIGN_OR_RETURN(schedule->base_lr, optim::ScaleLearningRate(lr, spec.data().batch_size(), reference, rule));
+  schedule->warmup_steps = s.warmup_steps();
+  switch (s.type()) {
+    case v1::LrScheduleSpec::COSINE: schedule->decay = optim::LrDecay::kCosine; break;
+    case v1::LrScheduleSpec::STEP: schedule->decay = optim::LrDecay::kStep; break;
+    default: schedule->decay = optim::LrDecay::kConstant; break;
+  }
+  schedule->decay_steps = s.decay_steps();
+  schedule->step_size = s.step_size();
+  if (s.has_gamma()) schedule->gamma = static_cast<float>(s.gamma());
+  schedule->min_lr = static_cast<float>(s.min_lr());
+  return absl::OkStatus();
+}
+
+void MapPrecision(const v1::PrecisionSpec& spec, DType* dtype, optim::LossScalerConfig* scaler) {
+  *dtype = DType::kF32;
+  scaler->enabled = false;
+  if (spec.compute() == v1::PrecisionSpec::BF16) *dtype = DType::kBF16;
+  if (spec.compute() != v1::PrecisionSpec::FP16) return;  // TF32 is f32 on the CPU
+  *dtype = DType::kF16;
+  const v1::LossScaleSpec& ls = spec.loss_scale();
+  scaler->enabled = true;
+  if (ls.has_initial_scale()) scaler->initial_scale = static_cast<float>(ls.initial_scale());
+  if (ls.has_growth_interval()) scaler->growth_interval = ls.growth_interval();
+  if (ls.has_growth_factor()) scaler->growth_factor = static_cast<float>(ls.growth_factor());
+  if (ls.has_backoff_factor()) scaler->backoff_factor = static_cast<float>(ls.backoff_factor());
+  if (ls.has_dynamic() && !ls.dynamic()) {
+    // A static scale: overflowing steps are still skipped, the scale never moves.
+    scaler->min_scale = scaler->max_scale = scaler->initial_scale;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const JobSpec& spec) {
+  TrainerConfig config;
+  config.name = spec.name();
+  RETURN_IF_ERROR(MapModel(spec.model(), spec.seed(), &config.model));
+
+  const v1::DataSpec& data = spec.data();
+  switch (data.dataset()) {
+    case v1::DataSpec::FASHION_MNIST: config.data.kind = DatasetKind::kFashionMnist; break;
+    case v1::DataSpec::TEXT: config.data.kind = DatasetKind::kText; break;
+    case v1::DataSpec::SYNTHETIC: config.data.kind = DatasetKind::kSynthetic; break;
+    default: return absl::InvalidArgumentError("data.dataset: required");
+  }
+  config.data.path = data.path();
+  config.data.global_batch = data.batch_size();
+  config.data.seed = data.has_seed() ? data.seed() : spec.seed();
+  config.data.holdout_fraction = data.holdout_fraction();
+  config.data.synthetic_samples = data.synthetic_samples();
+
+  RETURN_IF_ERROR(MapOptimizer(spec.optimizer(), &config.optimizer, &config.grad_clip_norm));
+  RETURN_IF_ERROR(MapSchedule(spec, config.optimizer.lr, &config.schedule));
+  MapPrecision(spec.precision(), &config.compute_dtype, &config.loss_scaler);
+
+  const v1::TrainingSpec& training = spec.training();
+  if (training.length_case() == v1::TrainingSpec::kSteps) {
+    config.steps = training.steps();
+  } else {
+    config.epochs = training.epochs();
+  }
+  config.eval_interval_steps = training.eval_interval_steps();
+  config.log_interval_steps = training.log_interval_steps();
+  config.checkpoint_interval_steps = spec.checkpoint().interval_steps();
+  config.checkpoint_keep = spec.checkpoint().keep();
+  config.threads = spec.resources().cpus_per_rank();
+  return config;
+}
+
+}  // namespace ringmaster::engine

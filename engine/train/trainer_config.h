@@ -1,0 +1,60 @@
+#ifndef RINGMASTER_ENGINE_TRAIN_TRAINER_CONFIG_H_
+#define RINGMASTER_ENGINE_TRAIN_TRAINER_CONFIG_H_
+
+// The trainer's typed configuration, and its mapping from a (defaulted,
+// validated) ringmaster.v1.JobSpec. The engine libraries never see the proto:
+// this file is the one place that reads it.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/core/dtype.h"
+#include "engine/nn/model_factory.h"
+#include "engine/optim/loss_scaler.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/optim/optimizer.h"
+#include "proto/job_spec.pb.h"
+
+namespace ringmaster::engine {
+
+enum class DatasetKind { kFashionMnist, kText, kSynthetic };
+
+struct DataConfig {
+  DatasetKind kind = DatasetKind::kFashionMnist;
+  std::string path;           // Fashion-MNIST directory or text file
+  int64_t global_batch = 64;  // samples per optimizer step, all ranks together
+  uint64_t seed = 0;          // shuffling
+  double holdout_fraction = 0.0;
+  int64_t synthetic_samples = 65536;
+};
+
+struct TrainerConfig {
+  std::string name;
+  nn::ModelConfig model;
+  DataConfig data;
+  optim::OptimizerConfig optimizer;
+  float grad_clip_norm = 0.0f;  // 0: no clipping
+  // base_lr is the peak learning rate after the batch-scaling rule.
+  optim::LrScheduleConfig schedule;
+  optim::LossScalerConfig loss_scaler;
+  DType compute_dtype = DType::kF32;
+  // Exactly one is > 0: a fixed number of optimizer steps, or of epochs
+  // (converted to steps once the dataset size is known).
+  int64_t steps = 0;
+  int64_t epochs = 0;
+  int64_t eval_interval_steps = 0;  // 0: at the end of every epoch
+  int64_t log_interval_steps = 50;
+  int64_t checkpoint_interval_steps = 0;  // 0: only at the end
+  int checkpoint_keep = 3;
+  int threads = 0;  // CPU backend threads; 0: all cores
+};
+
+// Maps a job spec (ApplyDefaults'd and ValidateJobSpec'd) onto the trainer's
+// configuration. INVALID_ARGUMENT names the field for what the engine cannot do
+// (e.g. a CNN with other than two conv stages).
+absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const v1::JobSpec& spec);
+
+}  // namespace ringmaster::engine
+
+#endif  // RINGMASTER_ENGINE_TRAIN_TRAINER_CONFIG_H_

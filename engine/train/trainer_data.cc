@@ -1,0 +1,88 @@
+// Trainer: the datasets, and evaluation on the held-out data.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/data/image_dataset.h"
+#include "engine/data/text_dataset.h"
+#include "engine/train/trainer.h"
+
+namespace ringmaster::engine {
+namespace {
+
+// Evaluation batches hold at most this many samples.
+constexpr int64_t kEvalBatch = 500;
+
+}  // namespace
+
+absl::Status Trainer::LoadData() {
+  const DataConfig& data = config_.data;
+  switch (data.kind) {
+    case DatasetKind::kFashionMnist: {
+      ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> train, LoadFashionMnist(data.path, FashionMnistSplit::kTrain));
+      ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> test, LoadFashionMnist(data.path, FashionMnistSplit::kTest));
+      train_data_ = std::move(train);
+      eval_data_ = std::move(test);
+      return absl::OkStatus();
+    }
+    case DatasetKind::kText: {
+      ByteTextOptions options;
+      options.context = config_.model.block_size;
+      options.held_out_fraction = data.holdout_fraction;
+      ASSIGN_OR_RETURN(ByteTextSplits splits, LoadByteText(data.path, options));
+      train_data_ = std::move(splits.train);
+      eval_data_ = std::move(splits.held_out);
+      return absl::OkStatus();
+    }
+    case DatasetKind::kSynthetic: {
+      int64_t n = data.synthetic_samples;
+      int64_t eval_n = std::max<int64_t>(n / 10, 1);
+      if (IsLanguageModel()) {
+        int vocab = static_cast<int>(config_.model.vocab_size);
+        train_data_ = std::make_shared<SyntheticTokenDataset>(n, data.seed, config_.model.block_size, vocab);
+        eval_data_ = std::make_shared<SyntheticTokenDataset>(eval_n, data.seed + 1, config_.model.block_size, vocab);
+      } else {
+        train_data_ = std::make_shared<SyntheticImageDataset>(n, data.seed);
+        eval_data_ = std::make_shared<SyntheticImageDataset>(eval_n, data.seed + 1);
+      }
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError("data.dataset: unknown");
+}
+
+absl::StatusOr<EvalReport> Trainer::Evaluate() {
+  // Classifiers: every test image. Language models: up to max_eval_sequences
+  // non-overlapping windows of the held-out text (window i starts at i * T).
+  int64_t stride = 1;
+  int64_t count = eval_data_->size();
+  if (IsLanguageModel()) {
+    const auto* text = dynamic_cast<const ByteTextDataset*>(eval_data_.get());
+    if (text != nullptr) stride = text->context();
+    count = std::min((eval_data_->size() + stride - 1) / stride, options_.max_eval_sequences);
+  }
+  if (count == 0) return absl::FailedPreconditionError("evaluation: the held-out data holds no sample");
+  EvalReport report;
+  report.step = step_;
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < count; begin += kEvalBatch) {
+    int64_t n = std::min(kEvalBatch, count - begin);
+    Batch batch = eval_data_->NewBatch(n);
+    for (int64_t i = 0; i < n; ++i) eval_data_->Get((begin + i) * stride, i, &batch);
+    const Tensor& input = IsLanguageModel() ? batch.tokens : batch.images;
+    ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/false));
+    ASSIGN_OR_RETURN(Tensor loss, loss_->Forward(logits, batch.targets, /*training=*/false));
+    loss_sum += static_cast<double>(loss.ToVector()[0]) * n;
+    if (!IsLanguageModel()) {
+      ASSIGN_OR_RETURN(int64_t c, nn::CountCorrect(*backend_, logits, batch.targets));
+      correct += c;
+    }
+  }
+  report.samples = count;
+  report.loss = loss_sum / count;
+  if (!IsLanguageModel()) report.accuracy = static_cast<double>(correct) / count;
+  return report;
+}
+
+}  // namespace ringmaster::engine
