@@ -1,0 +1,211 @@
+// The trainer's end-to-end guarantees on the CPU backend: stopping and
+// resuming changes nothing (same loss at every step, bitwise-equal weights), a
+// damaged newest checkpoint falls back to the previous one, and fp16 overflow
+// skips the step and halves the loss scale.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/train/trainer.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::engine {
+namespace {
+
+// A small CNN (BatchNorm buffers, dropout) on synthetic images: 32 steps per epoch.
+TrainerConfig CnnConfig() {
+  TrainerConfig c;
+  c.name = "resume-cnn";
+  c.model.kind = nn::ModelKind::kCnn;
+  c.model.seed = 7;
+  c.model.conv1_channels = 4;
+  c.model.conv2_channels = 8;
+  c.model.cnn_hidden = 16;
+  c.model.dropout = 0.25f;
+  c.data.kind = DatasetKind::kSynthetic;
+  c.data.synthetic_samples = 512;
+  c.data.global_batch = 16;
+  c.data.seed = 3;
+  c.optimizer.kind = optim::OptimizerKind::kSgd;
+  c.optimizer.lr = 0.05f;
+  c.optimizer.momentum = 0.9f;
+  c.optimizer.nesterov = true;
+  c.optimizer.weight_decay = 1e-4f;
+  c.schedule.base_lr = 0.05f;
+  c.schedule.warmup_steps = 5;
+  c.schedule.decay = optim::LrDecay::kCosine;
+  c.schedule.decay_steps = 40;
+  c.steps = 40;  // crosses an epoch boundary
+  c.eval_interval_steps = 1000;
+  c.threads = 2;
+  return c;
+}
+
+// An MLP trained with AdamW in fp16 with dynamic loss scaling.
+TrainerConfig MlpFp16Config() {
+  TrainerConfig c;
+  c.name = "resume-mlp";
+  c.model.kind = nn::ModelKind::kMlp;
+  c.model.seed = 11;
+  c.model.hidden_sizes = {32, 16};
+  c.data.kind = DatasetKind::kSynthetic;
+  c.data.synthetic_samples = 640;
+  c.data.global_batch = 32;
+  c.data.seed = 5;
+  c.optimizer.kind = optim::OptimizerKind::kAdamW;
+  c.optimizer.lr = 1e-3f;
+  c.optimizer.weight_decay = 0.01f;
+  c.schedule.base_lr = 1e-3f;
+  c.compute_dtype = DType::kF16;
+  c.loss_scaler.enabled = true;
+  c.loss_scaler.initial_scale = 1024.0f;
+  c.loss_scaler.growth_interval = 7;  // grows (and later backs off) within the run
+  c.grad_clip_norm = 1.0f;
+  c.steps = 30;
+  c.eval_interval_steps = 1000;
+  c.threads = 2;
+  return c;
+}
+
+struct RunResult {
+  std::vector<float> losses;  // indexed by step - 1; NaN where this run did not train
+  std::vector<float> scales;
+  std::vector<std::vector<uint8_t>> weights;
+};
+
+std::vector<std::vector<uint8_t>> WeightBytes(Trainer& t) {
+  std::vector<std::vector<uint8_t>> out;
+  for (Parameter* p : t.model().Parameters()) {
+    const auto* b = static_cast<const uint8_t*>(p->value.raw());
+    out.emplace_back(b, b + p->value.bytes());
+  }
+  for (Buffer* buf : t.model().Buffers()) {
+    const auto* b = static_cast<const uint8_t*>(buf->value.raw());
+    out.emplace_back(b, b + buf->value.bytes());
+  }
+  return out;
+}
+
+// Runs a trainer on `dir` for at most `max_steps` steps of this run (< 0: to
+// the end), recording the loss of every step it trains.
+RunResult Train(const TrainerConfig& config, const std::string& dir, int64_t max_steps) {
+  RunResult result;
+  result.losses.assign(config.steps, std::nanf(""));
+  result.scales.assign(config.steps, std::nanf(""));
+  TrainerOptions options;
+  options.checkpoint_dir = dir;
+  options.max_steps_this_run = max_steps;
+  options.on_step = [&](const StepReport& r) {
+    result.losses[r.step - 1] = r.loss;
+    result.scales[r.step - 1] = r.loss_scale;
+  };
+  auto trainer = Trainer::Create(config, options);
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  if (!trainer.ok()) return result;
+  absl::Status s = (*trainer)->Run();
+  EXPECT_TRUE(s.ok()) << s;
+  result.weights = WeightBytes(**trainer);
+  return result;
+}
+
+std::string FreshDir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+void ExpectResumeIsExact(TrainerConfig config, const std::string& name) {
+  constexpr int64_t kN = 20;
+  config.steps = 2 * kN;
+  RunResult straight = Train(config, FreshDir(name + "-straight"), -1);
+
+  config.checkpoint_interval_steps = kN;
+  std::string dir = FreshDir(name + "-resumed");
+  RunResult first = Train(config, dir, kN);  // stops after step N (checkpoint N written)
+  RunResult second = Train(config, dir, -1);  // resumes at N, runs to 2N
+
+  for (int64_t s = 0; s < kN; ++s) {
+    EXPECT_EQ(first.losses[s], straight.losses[s]) << "step " << s + 1;
+    EXPECT_TRUE(std::isnan(second.losses[s])) << "step " << s + 1 << " was trained again after resuming";
+  }
+  for (int64_t s = kN; s < 2 * kN; ++s) {
+    EXPECT_EQ(second.losses[s], straight.losses[s]) << "step " << s + 1;
+    EXPECT_EQ(second.scales[s], straight.scales[s]) << "step " << s + 1;
+  }
+  ASSERT_EQ(second.weights.size(), straight.weights.size());
+  for (size_t i = 0; i < straight.weights.size(); ++i) {
+    EXPECT_TRUE(second.weights[i] == straight.weights[i]) << "tensor " << i << " differs after resume";
+  }
+}
+
+TEST(TrainerTest, ResumeGivesIdenticalLossesAndBitwiseWeightsCnn) {
+  TrainerConfig config = CnnConfig();
+  ExpectResumeIsExact(config, "cnn");
+}
+
+TEST(TrainerTest, ResumeGivesIdenticalLossesAndBitwiseWeightsMlpFp16) {
+  TrainerConfig config = MlpFp16Config();
+  ExpectResumeIsExact(config, "mlp");
+}
+
+TEST(TrainerTest, DamagedNewestCheckpointFallsBackToThePreviousOne) {
+  TrainerConfig config = CnnConfig();
+  config.steps = 30;
+  RunResult straight = Train(config, FreshDir("damaged-straight"), -1);
+
+  config.checkpoint_interval_steps = 10;
+  std::string dir = FreshDir("damaged");
+  Train(config, dir, 20);  // checkpoints at 10 and 20
+  // Flip one byte in the middle of the newest checkpoint's weights.
+  std::string weights = dir + "/step-000000020/model.safetensors";
+  ASSERT_TRUE(std::filesystem::exists(weights));
+  {
+    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    std::streamoff middle = f.tellg() / 2;
+    f.seekg(middle);
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 0x40;
+    f.seekp(middle);
+    f.write(&c, 1);
+  }
+  RunResult resumed = Train(config, dir, -1);
+  // Resumed from step 10: steps 11..30 trained again, identical to the straight run.
+  for (int64_t s = 0; s < 10; ++s) EXPECT_TRUE(std::isnan(resumed.losses[s])) << "step " << s + 1;
+  for (int64_t s = 10; s < 30; ++s) EXPECT_EQ(resumed.losses[s], straight.losses[s]) << "step " << s + 1;
+}
+
+TEST(TrainerTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
+  TrainerConfig config = MlpFp16Config();
+  // 2^24 times the gradients overflows fp16 (max 65504): the first steps must
+  // be skipped, each halving the scale, until the gradients fit.
+  config.loss_scaler.initial_scale = 16777216.0f;
+  config.loss_scaler.growth_interval = 1000;
+  config.steps = 12;
+  TrainerOptions options;
+  std::vector<StepReport> reports;
+  options.on_step = [&](const StepReport& r) { reports.push_back(r); };
+  auto trainer = Trainer::Create(config, options);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Run().ok());
+  ASSERT_EQ(reports.size(), 12u);
+  EXPECT_TRUE(reports[0].skipped);
+  EXPECT_EQ(reports[0].loss_scale, 16777216.0f);
+  int skipped = 0;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (!reports[i].skipped) break;
+    ++skipped;
+    if (i + 1 < reports.size()) {
+      EXPECT_EQ(reports[i + 1].loss_scale, reports[i].loss_scale * 0.5f) << "step " << i + 1;
+    }
+  }
+  ASSERT_LT(skipped, 12) << "never recovered from overflow";
+  EXPECT_EQ(reports.back().skipped_total, skipped);
+  EXPECT_EQ((*trainer)->loss_scaler().scale(), 16777216.0f / (1 << skipped));
+  // The weights moved only on the steps that were not skipped.
+  EXPECT_EQ((*trainer)->step(), 12);
+}
+
+}  // namespace
+}  // namespace ringmaster::engine
