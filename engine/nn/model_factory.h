@@ -29,11 +29,13 @@ struct ModelConfig {
   // MLP hidden layer sizes.
   std::vector<int64_t> hidden_sizes = {256, 128};
 
-  // CNN: conv3x3(in -> conv1_channels) + BN + ReLU + pool2, conv3x3(-> conv2_channels)
-  // + BN + ReLU + pool2, Linear(-> cnn_hidden) + ReLU + Dropout, Linear(-> classes).
-  int64_t conv1_channels = 32;
-  int64_t conv2_channels = 64;
-  int64_t cnn_hidden = 128;
+  // CNN: per conv stage i, conv(k x k, padding k/2, -> conv_channels[i]) + BN +
+  // ReLU + max-pool 2x2; then Flatten; per hidden size h, Linear(-> h) + ReLU +
+  // Dropout; then Linear(-> classes). Each pool halves the height and width
+  // (rounding down), which must stay >= 1.
+  std::vector<int64_t> conv_channels = {32, 64};
+  std::vector<int64_t> cnn_hidden_sizes = {128};
+  int64_t kernel_size = 3;  // odd
   float bn_momentum = 0.1f;
   float bn_eps = 1e-5f;
 

@@ -34,10 +34,10 @@ TEST_F(ModelTest, MlpStateDictNames) {
       {"layers.1.weight", {256, 784}}, {"layers.1.bias", {256}}, {"layers.3.weight", {128, 256}},
       {"layers.3.bias", {128}},        {"layers.5.weight", {10, 128}}, {"layers.5.bias", {10}}};
   EXPECT_EQ(NamesAndShapes(*m), want);
-  EXPECT_EQ(m->num_blocks(), 6);
+  EXPECT_EQ(m->num_blocks(), 3);  // MlpSpec: one per hidden layer + the output layer
   c.dropout = 0.2f;
   auto md = BuildModel(c, backend_).value();
-  EXPECT_EQ(md->num_blocks(), 8);
+  EXPECT_EQ(md->num_blocks(), 3);
   EXPECT_EQ(md->Parameters()[2]->name, "layers.4.weight");
   EXPECT_EQ(md->Parameters()[4]->name, "layers.7.weight");
 }
@@ -52,6 +52,8 @@ TEST_F(ModelTest, CnnStateDictNamesAndBuffers) {
       {"layers.9.weight", {128, 3136}},    {"layers.9.bias", {128}},     {"layers.12.weight", {10, 128}},
       {"layers.12.bias", {10}}};
   EXPECT_EQ(NamesAndShapes(*m), want);
+  EXPECT_EQ(m->num_blocks(), 4);  // CnnSpec: 2 conv stages + 1 hidden layer + the output layer
+  EXPECT_EQ(m->Parameters(1, 2).front()->name, "layers.4.weight");
   std::vector<std::string> buffers;
   for (Buffer* b : m->Buffers()) buffers.push_back(b->name);
   EXPECT_EQ(buffers, (std::vector<std::string>{"layers.1.running_mean", "layers.1.running_var",
@@ -147,24 +149,23 @@ TEST_F(ModelTest, InitialisationIsSeededAndPyTorchLike) {
 TEST_F(ModelTest, BlockRangesComposeToTheWholeModel) {
   ModelConfig c;
   c.kind = ModelKind::kCnn;
-  c.conv1_channels = 4;
-  c.conv2_channels = 8;
-  c.cnn_hidden = 16;
+  c.conv_channels = {4, 8};
+  c.cnn_hidden_sizes = {16};
   auto whole = BuildModel(c, backend_).value();
   auto staged = BuildModel(c, backend_).value();
   Tensor x = RandomTensor({4, 1, 28, 28}, 2), dy = RandomTensor({4, 10}, 3);
   Tensor y = whole->Forward(x, true).value();
-  Tensor mid = staged->Forward(x, true, 0, 5).value();
-  Tensor y2 = staged->Forward(mid, true, 5, -1).value();
+  Tensor mid = staged->Forward(x, true, 0, 1).value();
+  Tensor y2 = staged->Forward(mid, true, 1, -1).value();
   EXPECT_TRUE(BitwiseEqual(y, y2));
   whole->ZeroGrad();
   staged->ZeroGrad();
   ASSERT_TRUE(whole->Backward(dy).ok());
-  Tensor dmid = staged->Backward(dy, 5, -1).value();
-  ASSERT_TRUE(staged->Backward(dmid, 0, 5).ok());
+  Tensor dmid = staged->Backward(dy, 1, -1).value();
+  ASSERT_TRUE(staged->Backward(dmid, 0, 1).ok());
   for (size_t i = 0; i < whole->Parameters().size(); ++i)
     EXPECT_TRUE(BitwiseEqual(whole->Parameters()[i]->grad, staged->Parameters()[i]->grad));
-  EXPECT_EQ(whole->Parameters(0, 5).size() + whole->Parameters(5, -1).size(), whole->Parameters().size());
+  EXPECT_EQ(whole->Parameters(0, 1).size() + whole->Parameters(1, -1).size(), whole->Parameters().size());
   EXPECT_EQ(whole->Forward(x, true, 3, 99).status().code(), absl::StatusCode::kInvalidArgument);
 }
 

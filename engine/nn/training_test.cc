@@ -58,9 +58,8 @@ ModelConfig SmallCnn() {
   ModelConfig c;
   c.kind = ModelKind::kCnn;
   c.input_height = c.input_width = 12;
-  c.conv1_channels = 4;
-  c.conv2_channels = 8;
-  c.cnn_hidden = 32;
+  c.conv_channels = {4, 8};
+  c.cnn_hidden_sizes = {32};
   c.dropout = 0.1f;
   c.seed = 6;
   return c;

@@ -20,21 +20,9 @@ absl::Status MapModel(const v1::ModelSpec& spec, uint64_t seed, nn::ModelConfig*
     case v1::ModelSpec::kCnn: {
       const v1::CnnSpec& cnn = spec.cnn();
       model->kind = nn::ModelKind::kCnn;
-      if (cnn.channels_size() != 2) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("model.cnn.channels: the engine's CNN has exactly 2 conv stages, got ", cnn.channels_size()));
-      }
-      if (cnn.hidden_sizes_size() != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "model.cnn.hidden_sizes: the engine's CNN has exactly 1 hidden layer, got ", cnn.hidden_sizes_size()));
-      }
-      if (cnn.kernel_size() != 3) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("model.cnn.kernel_size: the engine's CNN uses 3x3 convolutions, got ", cnn.kernel_size()));
-      }
-      model->conv1_channels = cnn.channels(0);
-      model->conv2_channels = cnn.channels(1);
-      model->cnn_hidden = cnn.hidden_sizes(0);
+      model->conv_channels.assign(cnn.channels().begin(), cnn.channels().end());
+      model->cnn_hidden_sizes.assign(cnn.hidden_sizes().begin(), cnn.hidden_sizes().end());
+      model->kernel_size = cnn.kernel_size();
       return absl::OkStatus();
     }
     case v1::ModelSpec::kGpt: {

@@ -18,9 +18,8 @@ TrainerConfig CnnConfig() {
   c.name = "resume-cnn";
   c.model.kind = nn::ModelKind::kCnn;
   c.model.seed = 7;
-  c.model.conv1_channels = 4;
-  c.model.conv2_channels = 8;
-  c.model.cnn_hidden = 16;
+  c.model.conv_channels = {4, 8};
+  c.model.cnn_hidden_sizes = {16};
   c.model.dropout = 0.25f;
   c.data.kind = DatasetKind::kSynthetic;
   c.data.synthetic_samples = 512;
