@@ -1,5 +1,7 @@
 #include "engine/nn/conv.h"
 
+#include <algorithm>
+
 #include "common/status_macros.h"
 #include "engine/nn/init.h"
 
@@ -76,8 +78,14 @@ absl::StatusOr<Tensor> MaxPool2d::Backward(const Tensor& dy, int micro_batch) {
   return dx;
 }
 
-BatchNorm2d::BatchNorm2d(Backend& backend, std::string prefix, int64_t channels, float momentum, float eps)
-    : backend_(backend), prefix_(std::move(prefix)), channels_(channels), momentum_(momentum), eps_(eps) {
+BatchNorm2d::BatchNorm2d(Backend& backend, std::string prefix, int64_t channels, float momentum, float eps,
+                         int64_t ghost_batch)
+    : backend_(backend),
+      prefix_(std::move(prefix)),
+      channels_(channels),
+      momentum_(momentum),
+      eps_(eps),
+      ghost_batch_(ghost_batch) {
   weight_ = MakeParameter(backend, prefix_ + ".weight", {channels}, false);
   bias_ = MakeParameter(backend, prefix_ + ".bias", {channels}, false);
   InitConstant(backend, weight_.value, 1.0f);
@@ -94,12 +102,39 @@ absl::StatusOr<Tensor> BatchNorm2d::Forward(const Tensor& x, bool training, int 
     backend_.BatchNorm2dForwardEval(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, eps_, y);
     return y;
   }
-  if (x.dim(0) * x.dim(2) * x.dim(3) < 2)
+  const int64_t n = x.dim(0), plane = x.dim(2) * x.dim(3);
+  if (n * plane < 2)
     return absl::InvalidArgumentError(
         absl::StrCat(prefix_, ": training needs more than one value per channel, got ", ShapeString(x.shape())));
-  Cache c{x, backend_.Empty({channels_}), backend_.Empty({channels_})};
-  backend_.BatchNorm2dForwardTrain(x, weight_.value, bias_.value, momentum_, eps_, running_mean_.value,
-                                   running_var_.value, y, c.mean, c.invstd);
+  const int64_t chunk = ChunkSize(n);
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const int64_t last = n - (chunks - 1) * chunk;
+  if (last * plane < 2)
+    return absl::InvalidArgumentError(absl::StrCat(prefix_, ": ghost batches of ", chunk, " leave a last chunk of ",
+                                                   last, " samples with one value per channel, input ",
+                                                   ShapeString(x.shape())));
+  Cache c{x, backend_.Empty({chunks * channels_}), backend_.Empty({chunks * channels_}), chunk};
+  // One chunk updates the running statistics in the kernel, exactly as without
+  // ghost batches. Several: each kernel call writes its chunk's statistics
+  // (momentum 1 over zeros) and UpdateRunning folds them in afterwards.
+  Tensor chunk_means, chunk_vars;
+  if (chunks > 1) {
+    chunk_means = backend_.Zeros({chunks * channels_});
+    chunk_vars = backend_.Zeros({chunks * channels_});
+  }
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t begin = k * chunk, end = std::min(n, begin + chunk);
+    const Tensor stats_mean = chunks > 1 ? chunk_means.Slice1D(k * channels_, channels_) : running_mean_.value;
+    const Tensor stats_var = chunks > 1 ? chunk_vars.Slice1D(k * channels_, channels_) : running_var_.value;
+    backend_.BatchNorm2dForwardTrain(x.Rows(begin, end), weight_.value, bias_.value, chunks > 1 ? 1.0f : momentum_,
+                                     eps_, stats_mean, stats_var, y.Rows(begin, end),
+                                     c.mean.Slice1D(k * channels_, channels_),
+                                     c.invstd.Slice1D(k * channels_, channels_));
+  }
+  if (chunks > 1) {
+    UpdateRunning(chunk_means, chunks, running_mean_.value);
+    UpdateRunning(chunk_vars, chunks, running_var_.value);
+  }
   // num_batches_tracked += 1 (a device-side add keeps the CUDA path sync-free).
   Tensor one = backend_.Empty({});
   backend_.Fill(one, 1.0f);
@@ -108,11 +143,25 @@ absl::StatusOr<Tensor> BatchNorm2d::Forward(const Tensor& x, bool training, int 
   return y;
 }
 
+void BatchNorm2d::UpdateRunning(const Tensor& stats, int64_t chunks, const Tensor& running) {
+  Tensor sum = backend_.Zeros({channels_});
+  for (int64_t k = 0; k < chunks; ++k) backend_.Axpy(1.0f, stats.Slice1D(k * channels_, channels_), sum);
+  backend_.Scale(running, 1.0f - momentum_);
+  backend_.Axpy(momentum_ / static_cast<float>(chunks), sum, running);
+}
+
 absl::StatusOr<Tensor> BatchNorm2d::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Cache c, caches_.Take(micro_batch, prefix_));
   RETURN_IF_ERROR(CheckGrad(prefix_, dy, c.x.shape()));
   Tensor dx = backend_.Empty(c.x.shape());
-  backend_.BatchNorm2dBackward(c.x, dy, weight_.value, c.mean, c.invstd, dx, weight_.grad, bias_.grad);
+  const int64_t n = c.x.dim(0);
+  for (int64_t k = 0, begin = 0; begin < n; ++k, begin += c.chunk) {
+    const int64_t end = std::min(n, begin + c.chunk);
+    backend_.BatchNorm2dBackward(c.x.Rows(begin, end), dy.Rows(begin, end), weight_.value,
+                                 c.mean.Slice1D(k * channels_, channels_),
+                                 c.invstd.Slice1D(k * channels_, channels_), dx.Rows(begin, end), weight_.grad,
+                                 bias_.grad);
+  }
   return dx;
 }
 

@@ -52,6 +52,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildCnn(const ModelConfig& c, Backend& b
   if (c.kernel_size < 1 || c.kernel_size % 2 == 0) {
     return absl::InvalidArgumentError(absl::StrCat("cnn: kernel size must be odd and positive, got ", c.kernel_size));
   }
+  if (c.bn_ghost_batch < 0)
+    return absl::InvalidArgumentError(absl::StrCat("cnn: bn_ghost_batch must be >= 0, got ", c.bn_ghost_batch));
   const int64_t pools = static_cast<int64_t>(c.conv_channels.size());
   if ((c.input_height >> pools) < 1 || (c.input_width >> pools) < 1) {
     return absl::InvalidArgumentError(absl::StrCat("cnn: ", pools, " 2x2 pools shrink a ", c.input_height, "x",
@@ -67,7 +69,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildCnn(const ModelConfig& c, Backend& b
     const int64_t pad = c.kernel_size / 2;
     auto stage = std::make_unique<Sequential>();
     stage->Add(std::make_unique<Conv2d>(be, LayerName(index++), channels, out, c.kernel_size, 1, pad, false, c.seed));
-    stage->Add(std::make_unique<BatchNorm2d>(be, LayerName(index++), out, c.bn_momentum, c.bn_eps));
+    stage->Add(std::make_unique<BatchNorm2d>(be, LayerName(index++), out, c.bn_momentum, c.bn_eps,
+                                             c.bn_ghost_batch));
     stage->Add(std::make_unique<Relu>(be, LayerName(index++)));
     stage->Add(std::make_unique<MaxPool2d>(be, LayerName(index++), 2, 2));
     m->Add(std::move(stage));

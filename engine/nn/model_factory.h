@@ -38,6 +38,13 @@ struct ModelConfig {
   int64_t kernel_size = 3;  // odd
   float bn_momentum = 0.1f;
   float bn_eps = 1e-5f;
+  // BatchNorm ghost batch: samples per normalisation chunk in training (see
+  // BatchNorm2d); 0: the whole (micro-)batch; >= 0. A D-rank run with m
+  // micro-batches of a global batch B normalises groups of B / (D m) samples
+  // (each rank its own micro-batch); setting it to B / (D m) makes a single
+  // process, or any other layout, normalise the same groups. The trainer sets
+  // it to the per-rank micro-batch size (a no-op on the ranks themselves).
+  int64_t bn_ghost_batch = 0;
 
   // GPT-2-style decoder.
   int64_t n_layer = 4;

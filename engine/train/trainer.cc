@@ -13,7 +13,7 @@
 namespace ringmaster::engine {
 
 Trainer::Trainer(const TrainerConfig& config, TrainerOptions options)
-    : config_(config), options_(std::move(options)) {}
+    : config_(config), options_(std::move(options)), world_(options_.world) {}
 
 Trainer::~Trainer() = default;
 
@@ -30,16 +30,22 @@ absl::Status Trainer::Init() {
   backend_ = std::make_unique<CpuBackend>(backend_config);
 
   RETURN_IF_ERROR(LoadData());
+  RETURN_IF_ERROR(ResolveLayout());
   ASSIGN_OR_RETURN(model_, nn::BuildModel(config_.model, *backend_));
   loss_ = std::make_unique<nn::SoftmaxCrossEntropy>(*backend_);
-  ASSIGN_OR_RETURN(optimizer_, optim::Optimizer::Create(config_.optimizer, model_->Parameters()));
   if (config_.loss_scaler.enabled) {
     ASSIGN_OR_RETURN(scaler_, optim::LossScaler::Create(config_.loss_scaler));
   }
+  RETURN_IF_ERROR(SetUpParallelism());
 
   LoaderOptions loader;
   loader.sampler.global_batch = config_.data.global_batch;
   loader.sampler.seed = config_.data.seed;
+  loader.sampler.micro_batches = config_.parallel.micro_batches;
+  if (grid_ != nullptr) {
+    loader.sampler.world_size = grid_->layout().data();
+    loader.sampler.rank = grid_->coord().data;
+  }
   ASSIGN_OR_RETURN(train_loader_, DataLoader::Create(train_data_, loader));
   total_steps_ = config_.steps > 0 ? config_.steps : config_.epochs * train_loader_->batches_per_epoch();
   // A cosine decay of 0 steps lasts until the end of training.
@@ -48,9 +54,44 @@ absl::Status Trainer::Init() {
   }
   ASSIGN_OR_RETURN(optim::LrSchedule schedule, optim::LrSchedule::Create(config_.schedule));
   schedule_.emplace(schedule);
-  spdlog::info("{}: {} parameters, {} training samples, {} steps per epoch, {} steps", config_.name,
-               model_->NumParameters(), train_data_->size(), train_loader_->batches_per_epoch(), total_steps_);
+  if (rank() == 0) {
+    spdlog::info("{}: {} parameters, {} training samples, {} steps per epoch, {} steps", config_.name,
+                 model_->NumParameters(), train_data_->size(), train_loader_->batches_per_epoch(), total_steps_);
+    const size_t state_bytes = zero_ != nullptr ? zero_->StateBytes() : optimizer_->StateBytes();
+    spdlog::info("optimizer state: {} bytes on this rank{}", state_bytes,
+                 zero_ != nullptr ? absl::StrCat(" (ZeRO-1 shard 1/", grid_->layout().data(), ")") : "");
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<float> Trainer::ForwardBackward(const Batch& batch, float loss_scale, double* comm_seconds) {
+  if (pipeline_ != nullptr) {
+    parallel::PipelineStepOptions options;
+    options.loss_scale = loss_scale;
+    options.rng_key = static_cast<uint64_t>(step_);
+    ASSIGN_OR_RETURN(parallel::PipelineStepResult result, pipeline_->Step(batch, options));
+    *comm_seconds += result.comm_seconds;
+    return result.loss;
+  }
+  // Micro-batches one after the other (gradient accumulation); micro-batch i
+  // of step k draws dropout key k * m + i, as a pipeline stage does.
+  const int m = config_.parallel.micro_batches;
+  float loss_sum = 0.0f;
+  for (int i = 0; i < m; ++i) {
+    Batch micro = m > 1 ? MicroBatch(batch, m, i) : batch;
+    const Tensor& input = IsLanguageModel() ? micro.tokens : micro.images;
+    model_->SetRngKey(static_cast<uint64_t>(step_) * m + i);
+    ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/true));
+    ASSIGN_OR_RETURN(Tensor loss, loss_->Forward(logits, micro.targets, /*training=*/true, loss_scale / m));
+    ASSIGN_OR_RETURN(Tensor dlogits, loss_->Backward());
+    if (dp_ != nullptr) {
+      RETURN_IF_ERROR(dp_->Backward(dlogits, /*sync=*/i == m - 1).status());
+    } else {
+      RETURN_IF_ERROR(model_->Backward(dlogits).status());
+    }
+    loss_sum += loss.ToVector()[0];
+  }
+  return loss_sum / m;
 }
 
 absl::StatusOr<StepReport> Trainer::Step() {
@@ -58,34 +99,37 @@ absl::StatusOr<StepReport> Trainer::Step() {
   Batch batch = train_loader_->Next();
   StepReport report;
   report.epoch = batch.epoch;
-  report.samples = batch.size();
+  report.samples = config_.data.global_batch;
   report.loss_scale = scaler_.scale();
-  const Tensor& input = IsLanguageModel() ? batch.tokens : batch.images;
-  if (IsLanguageModel()) report.tokens = batch.tokens.numel();
+  if (IsLanguageModel()) report.tokens = config_.data.global_batch * config_.model.block_size;
 
-  // Dropout masks are keyed by the step, so a resumed run draws the same ones.
-  model_->SetRngKey(static_cast<uint64_t>(step_));
-  ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/true));
-  ASSIGN_OR_RETURN(Tensor loss, loss_->Forward(logits, batch.targets, /*training=*/true, scaler_.scale()));
-  ASSIGN_OR_RETURN(Tensor dlogits, loss_->Backward());
-  RETURN_IF_ERROR(model_->Backward(dlogits).status());
-  report.loss = loss.ToVector()[0];
+  ASSIGN_OR_RETURN(float local_loss, ForwardBackward(batch, scaler_.scale(), &report.comm_seconds));
+  RETURN_IF_ERROR(ReduceGradients(&report.comm_seconds));
+  report.loss = local_loss;
+  if (grid_ != nullptr && grid_->layout().data() > 1) {
+    ASSIGN_OR_RETURN(double mean, AllReduceScalar(grid_->data_group(), local_loss, dist::ReduceOp::kAvg));
+    report.loss = static_cast<float>(mean);
+  }
 
-  ParameterList params = model_->Parameters();
-  float grad_scale = scaler_.inverse_scale();  // read before Update changes the scale
+  const float grad_scale = scaler_.inverse_scale();  // read before Update changes the scale
   bool overflow = false;
   if (scaler_.enabled()) {
-    ASSIGN_OR_RETURN(overflow, optim::HasNonFiniteGrad(params));
+    ASSIGN_OR_RETURN(overflow, AnyNonFinite());
   }
   report.skipped = scaler_.Update(overflow);
   report.skipped_total = scaler_.skipped_steps();
-  report.lr = schedule_->LearningRate(optimizer_->step_count());
+  report.lr = schedule_->LearningRate(OptimizerStepCount());
   if (!report.skipped) {
-    ASSIGN_OR_RETURN(report.grad_norm, optim::GlobalGradNorm(params, grad_scale));
+    ASSIGN_OR_RETURN(double sum_squares, GradSumSquares());
+    report.grad_norm = grad_scale * std::sqrt(sum_squares);
     float clip = config_.grad_clip_norm > 0 ? optim::ClipCoefficient(report.grad_norm, config_.grad_clip_norm) : 1.0f;
-    RETURN_IF_ERROR(optimizer_->Step(report.lr, grad_scale * clip));
+    RETURN_IF_ERROR(OptimizerStep(report.lr, grad_scale * clip));
   }
-  optimizer_->ZeroGrad();
+  if (zero_ != nullptr) {
+    zero_->ZeroGrad();
+  } else {
+    optimizer_->ZeroGrad();
+  }
   ++step_;
   report.step = step_;
   report.total_steps = total_steps_;
@@ -106,11 +150,16 @@ absl::Status Trainer::Run() {
   if (!options_.checkpoint_dir.empty()) {
     absl::StatusOr<int64_t> resumed = Resume();
     if (resumed.ok()) {
-      spdlog::info("resumed from step {} of {}", *resumed, total_steps_);
+      if (rank() == 0) spdlog::info("resumed from step {} of {}", *resumed, total_steps_);
     } else if (resumed.status().code() != absl::StatusCode::kNotFound) {
       return resumed.status();
     }
   }
+  auto report_eval = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(EvalReport eval, Evaluate());
+    if (rank() == 0 && options_.on_eval) options_.on_eval(eval);
+    return absl::OkStatus();
+  };
   int64_t run_steps = 0;
   bool evaluated_last = false;
   while (step_ < total_steps_) {
@@ -120,8 +169,7 @@ absl::Status Trainer::Run() {
     if (options_.on_step) options_.on_step(report);
     evaluated_last = false;
     if (EvalDue() || step_ == total_steps_) {
-      ASSIGN_OR_RETURN(EvalReport eval, Evaluate());
-      if (options_.on_eval) options_.on_eval(eval);
+      RETURN_IF_ERROR(report_eval());
       evaluated_last = true;
     }
     bool checkpoint_due = config_.checkpoint_interval_steps > 0 && step_ % config_.checkpoint_interval_steps == 0;
@@ -129,10 +177,7 @@ absl::Status Trainer::Run() {
       RETURN_IF_ERROR(SaveCheckpoint().status());
     }
   }
-  if (!evaluated_last) {  // resumed at the end: report the final evaluation again
-    ASSIGN_OR_RETURN(EvalReport eval, Evaluate());
-    if (options_.on_eval) options_.on_eval(eval);
-  }
+  if (!evaluated_last) RETURN_IF_ERROR(report_eval());  // resumed at the end: report it again
   return absl::OkStatus();
 }
 

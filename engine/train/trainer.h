@@ -11,6 +11,17 @@
 // position, optimizer and loss-scaler state, BatchNorm statistics and the
 // dropout key, which is the step number, are all in the checkpoint).
 //
+// Distributed (options.world with more than one rank): the ranks form the
+// spec's data x pipeline grid (engine/parallel/grid.h). Each rank trains its
+// pipeline stage of its data-parallel replica: gradients are averaged over the
+// replicas (bucketed and overlapped, or ZeRO-1 sharded), activations flow
+// between stages, and every rank steps with the same loss scale and skip
+// decision. Evaluation and checkpoints gather the whole model and the whole
+// (unsharded) optimizer state on rank 0, which evaluates and writes; so a
+// checkpoint does not depend on the layout that wrote it, and every rank
+// resumes from it by taking its own part. Every rank calls Run() (or Step,
+// Evaluate, SaveCheckpoint) together: they are collective.
+//
 // Not thread-safe: one thread drives it.
 
 #include <cstdint>
@@ -27,7 +38,12 @@
 #include "engine/nn/model.h"
 #include "engine/optim/loss_scaler.h"
 #include "engine/optim/lr_schedule.h"
+#include "engine/dist/process_group.h"
 #include "engine/optim/optimizer.h"
+#include "engine/parallel/data_parallel.h"
+#include "engine/parallel/grid.h"
+#include "engine/parallel/pipeline.h"
+#include "engine/parallel/zero.h"
 #include "engine/train/trainer_config.h"
 
 namespace ringmaster::engine {
@@ -44,6 +60,7 @@ struct StepReport {
   int64_t skipped_total = 0;
   double grad_norm = 0.0;   // global L2 norm of the (unscaled) gradients
   double seconds = 0.0;     // wall time of the step
+  double comm_seconds = 0.0;  // time in gradient and pipeline communication
   int64_t samples = 0;      // samples in the step (global batch)
   int64_t tokens = 0;       // tokens in the step (language models; else 0)
 };
@@ -67,6 +84,9 @@ struct TrainerOptions {
   int64_t max_steps_this_run = -1;
   // Language models: evaluate on at most this many held-out sequences.
   int64_t max_eval_sequences = 1024;
+  // All the ranks of the job (not owned; must outlive the trainer). Null or
+  // one rank: train in this process alone.
+  dist::ProcessGroup* world = nullptr;
 };
 
 class Trainer {
@@ -82,7 +102,8 @@ class Trainer {
   absl::Status Run();
   // One step on the next batch of the training loader.
   absl::StatusOr<StepReport> Step();
-  // Evaluates on the held-out data (no state changes).
+  // Evaluates on the held-out data (no state changes). Distributed: collective;
+  // rank 0 evaluates, the others return a report with samples == 0.
   absl::StatusOr<EvalReport> Evaluate();
   // Writes a checkpoint of the current step; returns its path.
   absl::StatusOr<std::string> SaveCheckpoint();
@@ -91,6 +112,7 @@ class Trainer {
   absl::StatusOr<int64_t> Resume();
 
   int64_t step() const { return step_; }
+  int rank() const { return distributed() ? world_->rank() : 0; }
   int64_t total_steps() const { return total_steps_; }
   int64_t steps_per_epoch() const { return train_loader_->batches_per_epoch(); }
   const TrainerConfig& config() const { return config_; }
@@ -101,8 +123,35 @@ class Trainer {
   Trainer(const TrainerConfig& config, TrainerOptions options);
   absl::Status Init();
   absl::Status LoadData();
+  // The data x pipeline layout for the world, and the BatchNorm ghost batch.
+  absl::Status ResolveLayout();
+  // Grid, pipeline stage, data parallelism and the optimizer (trainer_dist.cc).
+  absl::Status SetUpParallelism();
   bool IsLanguageModel() const { return config_.model.kind == nn::ModelKind::kGpt; }
+  bool distributed() const { return world_ != nullptr && world_->size() > 1; }
   bool EvalDue() const;
+  // Forward and backward of this rank's part of `batch`, gradients accumulated
+  // with the loss scale folded in; returns the mean loss of the local batch.
+  absl::StatusOr<float> ForwardBackward(const Batch& batch, float loss_scale, double* comm_seconds);
+  // Averages the gradients over the data-parallel replicas.
+  absl::Status ReduceGradients(double* comm_seconds);
+  // Sum of squared (scaled) gradients over the whole model, every rank the same.
+  absl::StatusOr<double> GradSumSquares();
+  // Whether any rank's gradients hold inf/NaN.
+  absl::StatusOr<bool> AnyNonFinite();
+  absl::Status OptimizerStep(float lr, float grad_scale);
+  // Sums (or averages) one value over `group`.
+  absl::StatusOr<double> AllReduceScalar(dist::ProcessGroup& group, double value, dist::ReduceOp op);
+  // Distributed: every stage's parameters and buffers on every rank of the
+  // replica (for evaluation and checkpoints).
+  absl::Status GatherModel();
+  // The whole optimizer state (every stage, unsharded), named as an unsharded
+  // optimizer over the whole model names it; complete on rank 0.
+  absl::StatusOr<optim::NamedTensors> GatherOptimizerState();
+  // This rank's optimizer state taken from a whole (gathered) state.
+  absl::Status LoadOptimizerState(const optim::NamedTensors& whole, int64_t step_count);
+  int64_t OptimizerStepCount() const;
+  ParameterList TrainedParameters();
 
   TrainerConfig config_;
   TrainerOptions options_;
@@ -115,6 +164,12 @@ class Trainer {
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> eval_data_;
   std::unique_ptr<DataLoader> train_loader_;
+  dist::ProcessGroup* world_ = nullptr;
+  std::unique_ptr<parallel::Grid> grid_;
+  std::unique_ptr<parallel::PipelineStage> pipeline_;
+  std::unique_ptr<parallel::DataParallel> dp_;
+  std::unique_ptr<parallel::ZeroOptimizer> zero_;
+  parallel::StagePartition stages_;  // empty without a pipeline
   int64_t step_ = 0;
   int64_t total_steps_ = 0;
 };

@@ -1,10 +1,14 @@
 // Trainer: writing and resuming checkpoints.
 //
 // model.safetensors holds the parameters and buffers under their PyTorch
-// names; optimizer.safetensors the optimizer's state tensors; state.json the
+// names; optimizer.safetensors the optimizer's state tensors, unsharded and
+// named as an optimizer over the whole model names them; state.json the
 // step, the optimizer's step count, the loss scaler and the data-loader
-// position. Parameters are written as they are (no copy): the write finishes
-// before the next step changes them.
+// position. Distributed, rank 0 gathers all of it and writes; every rank
+// resumes by reading the checkpoint and taking its own part, so a checkpoint
+// does not depend on the data x pipeline layout that wrote it. Tensors are
+// written as they are (no copy): the write finishes before the next step
+// changes them.
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -48,15 +52,17 @@ absl::Status CheckSameLayout(const std::string& name, const Tensor& src, const T
 }  // namespace
 
 absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
+  RETURN_IF_ERROR(GatherModel());
   CheckpointContents contents;
+  ASSIGN_OR_RETURN(contents.optimizer, GatherOptimizerState());
+  if (rank() != 0) return std::string();
   for (Parameter* p : model_->Parameters()) contents.model.emplace_back(p->name, p->value);
   for (Buffer* b : model_->Buffers()) contents.model.emplace_back(b->name, b->value);
-  contents.optimizer = optimizer_->StateTensors();
   optim::LossScalerState scaler = scaler_.State();
   contents.state = {
       {"job", config_.name},
       {"step", absl::StrCat(step_)},
-      {"optimizer_step", absl::StrCat(optimizer_->step_count())},
+      {"optimizer_step", absl::StrCat(OptimizerStepCount())},
       {"loss_scale", absl::StrCat(scaler.scale)},
       {"loss_scale_clean_steps", absl::StrCat(scaler.clean_steps)},
       {"skipped_steps", absl::StrCat(scaler.skipped_steps)},
@@ -107,7 +113,7 @@ absl::StatusOr<int64_t> Trainer::Resume() {
                                             "\" is outside this dataset's ", train_loader_->batches_per_epoch(),
                                             " batches per epoch"));
   }
-  RETURN_IF_ERROR(optimizer_->LoadState(loaded.contents.optimizer, optimizer_step));
+  RETURN_IF_ERROR(LoadOptimizerState(loaded.contents.optimizer, optimizer_step));
   RETURN_IF_ERROR(scaler_.LoadState(scaler));
   RETURN_IF_ERROR(train_loader_->Restore(loader));
   for (const auto& [name, tensor] : live) std::memcpy(tensor.raw(), saved[name].raw(), tensor.bytes());

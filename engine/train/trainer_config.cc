@@ -124,6 +124,18 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(MapSchedule(spec, config.optimizer.lr, &config.schedule));
   MapPrecision(spec.precision(), &config.compute_dtype, &config.loss_scaler);
 
+  const v1::ParallelismSpec& par = spec.parallelism();
+  config.parallel.data = par.data();
+  config.parallel.pipeline = par.pipeline();
+  config.parallel.micro_batches = par.micro_batches();
+  config.parallel.schedule =
+      par.schedule() == v1::ParallelismSpec::GPIPE ? parallel::ScheduleKind::kGpipe : parallel::ScheduleKind::kOneFOneB;
+  config.parallel.stage_boundaries.assign(par.stage_boundaries().begin(), par.stage_boundaries().end());
+  config.parallel.bucket_bytes = static_cast<int64_t>(par.bucket_size_mb() * 1024 * 1024);
+  if (par.gradient_compression() == v1::ParallelismSpec::FP16) config.parallel.compression = parallel::GradCompression::kFp16;
+  if (par.gradient_compression() == v1::ParallelismSpec::BF16) config.parallel.compression = parallel::GradCompression::kBf16;
+  config.parallel.zero1 = par.zero1();
+
   const v1::TrainingSpec& training = spec.training();
   if (training.length_case() == v1::TrainingSpec::kSteps) {
     config.steps = training.steps();

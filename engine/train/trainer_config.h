@@ -14,6 +14,8 @@
 #include "engine/optim/loss_scaler.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
+#include "engine/parallel/bucket.h"
+#include "engine/parallel/schedule.h"
 #include "proto/job_spec.pb.h"
 
 namespace ringmaster::engine {
@@ -29,6 +31,18 @@ struct DataConfig {
   int64_t synthetic_samples = 65536;
 };
 
+// The data x pipeline layout of the job (ParallelismSpec).
+struct ParallelConfig {
+  int data = 1;           // D: data-parallel replicas
+  int pipeline = 1;       // P: pipeline stages per replica
+  int micro_batches = 1;  // m: per replica and step (pipelining, or accumulation when P = 1)
+  parallel::ScheduleKind schedule = parallel::ScheduleKind::kOneFOneB;
+  std::vector<int> stage_boundaries;  // empty: balanced by cost
+  int64_t bucket_bytes = 25 * 1024 * 1024;
+  parallel::GradCompression compression = parallel::GradCompression::kNone;
+  bool zero1 = false;
+};
+
 struct TrainerConfig {
   std::string name;
   nn::ModelConfig model;
@@ -39,6 +53,7 @@ struct TrainerConfig {
   optim::LrScheduleConfig schedule;
   optim::LossScalerConfig loss_scaler;
   DType compute_dtype = DType::kF32;
+  ParallelConfig parallel;
   // Exactly one is > 0: a fixed number of optimizer steps, or of epochs
   // (converted to steps once the dataset size is known).
   int64_t steps = 0;

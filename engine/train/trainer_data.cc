@@ -52,6 +52,12 @@ absl::Status Trainer::LoadData() {
 }
 
 absl::StatusOr<EvalReport> Trainer::Evaluate() {
+  RETURN_IF_ERROR(GatherModel());
+  if (rank() != 0) {
+    EvalReport none;
+    none.step = step_;
+    return none;
+  }
   // Classifiers: every test image. Language models: up to max_eval_sequences
   // non-overlapping windows of the held-out text (window i starts at i * T).
   int64_t stride = 1;

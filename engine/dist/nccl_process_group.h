@@ -1,0 +1,203 @@
+#ifndef RINGMASTER_ENGINE_DIST_NCCL_PROCESS_GROUP_H_
+#define RINGMASTER_ENGINE_DIST_NCCL_PROCESS_GROUP_H_
+
+// NcclProcessGroup: the ProcessGroup of CUDA tensors, one rank per GPU, over a
+// non-blocking NCCL communicator.
+//
+// Timing. Every ProcessGroup call returns when this rank's part is complete on
+// the device (the output is ready), like the other implementations: it
+// enqueues the NCCL operation on the group's communication stream, then polls
+// the stream's progress (cudaEventQuery) and the communicator's asynchronous
+// error (ncclCommGetAsyncError) until the operation is done, fails, or
+// timeout() passes. On failure or timeout the communicator is aborted
+// (ncclCommAbort), so a dead or hung peer becomes DEADLINE_EXCEEDED (hung) or
+// UNAVAILABLE (ncclRemoteError/ncclSystemError) instead of a hang, and the
+// group is broken: later calls return ABORTED. Messages name the operation,
+// the group and the rank: "allreduce on dp[4 ranks] rank 1: ...". Any error,
+// also INVALID_ARGUMENT, breaks the group, as the ProcessGroup contract says
+// (the peers are now waiting for a call this rank did not make).
+//
+// Overlap. The Enqueue* variants return as soon as the operation is on the
+// communication stream, with an NcclWork: Wait(work) blocks the host like the
+// ProcessGroup calls (deadline, abort); WaitOnStream(work, stream) makes a
+// stream wait for it on the device without blocking the host. The tensors must
+// stay alive and untouched until the work is complete. Every operation, both
+// kinds, first makes the communication stream wait for the work already
+// enqueued on the compute stream (SetComputeStream; the legacy default stream
+// until set), so it reads inputs that are ready.
+//
+// Numerics. f32/f16/bf16 are reduced by NCCL natively in their own format
+// (f16/bf16 sums are rounded per step, not accumulated in f32 as the CPU
+// groups do); kAvg is ncclAvg. Broadcast, all-gather, send and recv also move
+// i32.
+//
+// Point to point. NCCL has no tags: a Send and the Recv it matches pair by
+// order between the two ranks; `tag` is not checked. A Send completes only
+// when its Recv is posted (NCCL does not buffer), so two ranks that each Send
+// to the other before their Recv deadlock (then DEADLINE_EXCEEDED): exchange
+// with SendRecv, which issues a batch in one ncclGroupStart/End.
+//
+// Sub-groups (NewGroup) are made with ncclCommSplit (collective over this
+// group; color NCCL_SPLIT_NOCOLOR for ranks outside the sub-group), each with
+// its own communicator and stream on the same device.
+//
+// Thread-safety: one thread calls a group at a time (ProcessGroup contract);
+// different groups may be used from different threads. Any thread may call:
+// the group sets its device for the duration of each call.
+
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "engine/core/cuda_status.h"
+#include "engine/core/tensor.h"
+#include "engine/dist/nccl_comm.h"
+#include "engine/dist/process_group.h"
+#include "engine/dist/store.h"
+
+namespace ringmaster::engine::dist {
+
+struct NcclGroupOptions {
+  int rank = 0;
+  int size = 1;
+  // The CUDA ordinal (of the devices visible to this process) this rank uses;
+  // usually the local rank. Create makes it the calling thread's device.
+  int device = 0;
+  // Bounds the whole Create (id exchange and communicator init), each call,
+  // each Wait, and the finalize at destruction.
+  absl::Duration timeout = absl::Minutes(5);
+  // Scopes the Store keys (job, generation, communicator); the unique id is at
+  // NcclUniqueIdKey(key_prefix).
+  std::string key_prefix;
+  // The group in messages: "<name>[<size> ranks]".
+  std::string name = "world";
+  // Deadlines and poll sleeps; Clock::Real() when null.
+  Clock* clock = nullptr;
+};
+
+// A point on a group's communication stream: the operation it names, and all
+// enqueued before it, are complete once it is. Copyable and cheap (it shares
+// one CUDA event); waited for through the group that made it, so the group's
+// one-thread-at-a-time rule covers it.
+class NcclWork {
+ public:
+  NcclWork() = default;
+  bool valid() const { return event_ != nullptr; }
+  const std::string& op() const { return op_; }
+
+ private:
+  friend class NcclProcessGroup;
+  NcclWork(std::shared_ptr<CudaEvent> event, std::string op, const void* group)
+      : event_(std::move(event)), op_(std::move(op)), group_(group) {}
+  std::shared_ptr<CudaEvent> event_;
+  std::string op_;
+  const void* group_ = nullptr;
+};
+
+class NcclProcessGroup final : public ProcessGroup {
+ public:
+  // One point-to-point transfer of a SendRecv batch.
+  struct P2P {
+    enum Kind { kSend, kRecv };
+    Kind kind;
+    Tensor tensor;
+    int peer;
+  };
+
+  // Joins the group: checks `options` (INVALID_ARGUMENT), sets the device
+  // (FAILED_PRECONDITION when there is no usable CUDA device or not that
+  // many), exchanges the unique id through `store` (rank 0 publishes; others
+  // wait), and initializes the communicator, all within options.timeout
+  // (DEADLINE_EXCEEDED, communicator aborted, when a rank does not join).
+  static absl::StatusOr<std::unique_ptr<NcclProcessGroup>> Create(Store* store,
+                                                                  const NcclGroupOptions& options);
+  // Finalizes and destroys the communicator (aborts it when broken or when
+  // the finalize does not finish within timeout()).
+  ~NcclProcessGroup() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend() const override { return "nccl"; }
+  std::string name() const override;
+
+  absl::Status AllReduce(const Tensor& tensor, ReduceOp op) override;
+  absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
+  absl::Status AllGather(const Tensor& input, const Tensor& output) override;
+  absl::Status Broadcast(const Tensor& tensor, int root) override;
+  // Send/Recv to this rank itself are INVALID_ARGUMENT (use SendRecv).
+  absl::Status Send(const Tensor& tensor, int dst, int tag) override;
+  absl::Status Recv(const Tensor& tensor, int src, int tag) override;
+  absl::Status Barrier() override;
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGroup(const std::vector<int>& ranks,
+                                                         const std::string& name) override;
+
+  // All of `ops` as one NCCL group (ncclGroupStart/End): a batch of sends and
+  // receives that completes together, so ranks may exchange in both
+  // directions at once (pipeline activations and gradients). A send to and a
+  // receive from this rank itself pair with each other.
+  absl::Status SendRecv(const std::vector<P2P>& ops);
+
+  // Stream-ordered variants (see "Overlap" above).
+  absl::StatusOr<NcclWork> EnqueueAllReduce(const Tensor& tensor, ReduceOp op);
+  absl::StatusOr<NcclWork> EnqueueReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op);
+  absl::StatusOr<NcclWork> EnqueueAllGather(const Tensor& input, const Tensor& output);
+  absl::StatusOr<NcclWork> EnqueueBroadcast(const Tensor& tensor, int root);
+  absl::StatusOr<NcclWork> EnqueueSendRecv(const std::vector<P2P>& ops);
+  // Blocks until `work` (of this group) is complete: its deadline is
+  // timeout() from this call. Errors as for the blocking calls.
+  absl::Status Wait(const NcclWork& work);
+  // Makes `stream` wait on the device for `work` (cudaStreamWaitEvent).
+  absl::Status WaitOnStream(const NcclWork& work, cudaStream_t stream);
+
+  // The stream whose work every later operation waits for (see "Overlap").
+  void SetComputeStream(cudaStream_t stream) { compute_stream_ = stream; }
+  // The communication stream (on device()).
+  cudaStream_t stream() const { return stream_.get(); }
+  int device() const { return device_; }
+  // True after an error: every later call returns ABORTED.
+  bool broken() const { return !broken_reason_.ok(); }
+
+ private:
+  NcclProcessGroup(int rank, int size, int device, absl::Duration timeout, std::string name,
+                   Clock* clock);
+  // Makes the stream, events and barrier buffer on the current device.
+  absl::Status InitDeviceObjects();
+
+  // Enqueues one operation: device check, ABORTED when broken, compute-stream
+  // dependency, `issue` (the NCCL calls), the communicator's ready wait, and
+  // the completion event. Failures break the group.
+  absl::StatusOr<NcclWork> Enqueue(const std::string& op, const std::function<absl::Status()>& issue);
+  absl::Status EnqueueAndWait(const std::string& op, const std::function<absl::Status()>& issue);
+  // "<op> on <name()> rank <r>"
+  std::string Context(const std::string& op) const;
+  // Aborts the communicator, breaks the group, returns `status` with context.
+  absl::Status Fail(const std::string& op, const absl::Status& status);
+  // Checks the tensors of a SendRecv batch.
+  absl::Status CheckP2P(const std::vector<P2P>& ops) const;
+  // Checks that `tensor` is memory of this group's device.
+  absl::Status CheckOnDevice(const Tensor& tensor, const char* what) const;
+
+  const int rank_;
+  const int size_;
+  const int device_;
+  const std::string name_;
+  Clock* const clock_;
+  cudaStream_t compute_stream_ = cudaStreamLegacy;
+  absl::Status broken_reason_;  // OK while healthy
+  // Destroyed in reverse order: the communicator before its stream.
+  CudaStream stream_;
+  CudaEvent compute_ready_;
+  DeviceBuffer barrier_buffer_;
+  NcclComm comm_;
+};
+
+}  // namespace ringmaster::engine::dist
+
+#endif  // RINGMASTER_ENGINE_DIST_NCCL_PROCESS_GROUP_H_
