@@ -17,7 +17,7 @@ run_config() {
   shift
   local log="$logdir/$label.log"
   echo "=== bazel test //... ($label)"
-  bazel test "$@" //... 2>&1 | tee "$log" | grep -vE '^\s*$|linux-sandbox|^\(' || true
+  bazel test "$@" //... 2>&1 | tee "$log" | grep -vE '^\s*$|linux-sandbox|^\(|^INFO: From ' || true
   local status=${PIPESTATUS[0]}
   [ "$status" -eq 0 ] || rc=1
   local testlogs
