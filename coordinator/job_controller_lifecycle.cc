@@ -1,0 +1,379 @@
+// JobController: scheduling, the generations' lifecycle (start, running,
+// failure, restart, success), progress, checkpoints, time.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "coordinator/job_controller.h"
+#include "coordinator/job_state_machine.h"
+#include "coordinator/proto_time.h"
+#include "coordinator/rank_layout.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+bool Active(v1::JobState s) {
+  return s == v1::JOB_STATE_PLACED || s == v1::JOB_STATE_STARTING || s == v1::JOB_STATE_RUNNING;
+}
+
+JobRequest RequestFor(const JobRecord& r) {
+  const v1::ResourceSpec& res = r.job.spec().resources();
+  JobRequest q;
+  q.job_id = r.job.id();
+  q.priority = r.job.spec().priority();
+  q.submit_seq = r.submit_seq;
+  q.nodes = res.nodes();
+  q.ranks_per_node = res.ranks_per_node();
+  q.kind = res.device() == v1::ResourceSpec::CPU ? SlotKind::kCpu : SlotKind::kGpu;
+  q.cpus_per_rank = res.cpus_per_rank();
+  q.node_selector.insert(res.node_selector().begin(), res.node_selector().end());
+  return q;
+}
+
+std::string Hostname(const v1::Placement& p, int32_t rank) {
+  return rank >= 0 && rank < p.ranks_size() ? p.ranks(rank).hostname() : "";
+}
+
+// "rank 3 on host-b exited with code 1: <last stderr line>"
+std::string DescribeExit(const RankExit& exit, const std::string& hostname) {
+  std::string what;
+  if (exit.stopped_by_worker) {
+    what = "was stopped by its worker";
+  } else if (exit.signal != 0) {
+    what = absl::StrCat("was killed by signal ", exit.signal);
+  } else {
+    what = absl::StrCat("exited with code ", exit.exit_code);
+  }
+  std::string out = absl::StrCat("rank ", exit.global_rank, " on ", hostname.empty() ? exit.node_id : hostname, " ", what);
+  std::vector<absl::string_view> lines = absl::StrSplit(exit.stderr_tail, '\n', absl::SkipWhitespace());
+  if (!lines.empty()) absl::StrAppend(&out, ": ", lines.back().substr(0, 200));
+  return out;
+}
+
+}  // namespace
+
+// ---- scheduling and starting ----
+
+void JobController::ScheduleNow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ScheduleLocked();
+}
+
+void JobController::ScheduleLocked() {
+  std::vector<JobRequest> queue;
+  for (const auto& [id, entry] : jobs_) {
+    const v1::JobState s = entry.record.job.state();
+    if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RESTARTING) queue.push_back(RequestFor(entry.record));
+  }
+  if (queue.empty()) return;
+  ScheduleResult result = Schedule(std::move(queue), nodes_->SchedulableCapacity());
+  for (const JobPlacement& placed : result.placed) {
+    JobEntry& entry = jobs_.at(placed.job_id);
+    if (absl::Status s = PlaceLocked(entry, placed); !s.ok()) {
+      spdlog::error("job {}: placement not applied: {}", placed.job_id, s.ToString());
+    }
+  }
+  for (const WaitingJob& waiting : result.waiting) {
+    JobEntry& entry = jobs_.at(waiting.job_id);
+    std::string message = entry.record.job.state() == v1::JOB_STATE_RESTARTING
+                              ? absl::StrCat("restart pending: ", waiting.message)
+                              : waiting.message;
+    if (entry.record.job.message() == message) continue;
+    entry.record.job.set_message(std::move(message));  // in memory; stored with the next transition
+    NotifyJobLocked(entry, {});
+  }
+}
+
+absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& granted) {
+  const v1::Job& job = entry.record.job;
+  const v1::JobSpec& spec = job.spec();
+  const int64_t gen = job.generation() + 1;
+  const bool cuda = spec.resources().device() != v1::ResourceSpec::CPU;
+  ASSIGN_OR_RETURN(v1::Placement placement,
+                   BuildPlacement(gen, spec.resources().ranks_per_node(), spec.parallelism().data(),
+                                  spec.parallelism().pipeline(), granted.nodes, cuda));
+  for (const NodeGrant& grant : granted.nodes) {
+    std::vector<RankSlot> slots;
+    for (const v1::RankAssignment& r : placement.ranks()) {
+      if (r.node_id() != grant.node_id) continue;
+      slots.push_back({job.id(), gen, r.global_rank(), r.gpu_uuid(), cuda ? 0 : spec.resources().cpus_per_rank()});
+    }
+    if (absl::Status s = nodes_->Reserve(grant.node_id, slots); !s.ok()) {
+      nodes_->ReleaseGeneration(job.id(), gen);
+      return s;
+    }
+  }
+  std::vector<std::string> hosts;
+  for (const NodeGrant& g : granted.nodes) hosts.push_back(g.hostname);
+  const std::string where = absl::StrCat(absl::StrJoin(hosts, ", "), " (", granted.nodes.size(), " x ",
+                                         spec.resources().ranks_per_node(), " ranks)",
+                                         granted.backfilled ? ", backfilled" : "");
+  JobRecord next = entry.record;
+  next.job.set_generation(gen);
+  v1::JobEvent event;
+  if (job.state() == v1::JOB_STATE_QUEUED) {
+    next.job.set_state(v1::JOB_STATE_PLACED);
+    next.job.set_message(absl::StrCat("placed on ", where));
+    event = MakeEvent(entry, v1::JOB_EVENT_KIND_PLACED, v1::JOB_STATE_PLACED, next.job.message());
+  } else {  // RESTARTING: the new generation's placement goes with RESTARTING -> STARTING
+    next.job.set_state(v1::JOB_STATE_STARTING);
+    next.job.set_restarts(job.restarts() + 1);
+    absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
+    next.job.set_message(absl::StrCat("restart ", next.job.restarts(), " of ", spec.restart().max_restarts(),
+                                      ": generation ", gen, " on ", where, "; ",
+                                      resume.ok() ? absl::StrCat("resuming from step ", resume->step())
+                                                  : std::string("starting from scratch")));
+    event = MakeEvent(entry, v1::JOB_EVENT_KIND_RESTARTING, v1::JOB_STATE_STARTING, next.job.message());
+  }
+  event.set_generation(gen);
+  if (absl::Status s = CommitLocked(entry, std::move(next), {event}, &placement); !s.ok()) {
+    nodes_->ReleaseGeneration(job.id(), gen);
+    return s;
+  }
+  DispatchLocked(entry);
+  return absl::OkStatus();
+}
+
+std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry, const std::string& node_id) const {
+  const v1::Job& job = entry.record.job;
+  StartOrder order;
+  for (const v1::RankAssignment& r : job.placement().ranks()) {
+    if (r.node_id() == node_id) order.global_ranks.push_back(r.global_rank());
+  }
+  if (order.global_ranks.empty()) return std::nullopt;
+  order.node_id = node_id;
+  order.job_id = job.id();
+  order.generation = job.generation();
+  order.spec = job.spec();
+  order.placement = job.placement();
+  absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
+  if (resume.ok()) order.resume_from = *std::move(resume);
+  order.checkpoint_dir = !job.spec().checkpoint().directory().empty()
+                             ? job.spec().checkpoint().directory()
+                             : absl::StrCat(options_.checkpoint_root, "/", job.id());
+  order.rendezvous_deadline = entry.rendezvous_deadline;
+  return order;
+}
+
+void JobController::DispatchLocked(JobEntry& entry) {
+  const v1::Job& job = entry.record.job;
+  entry.progress.clear();
+  entry.exited_ok.clear();
+  entry.rendezvous_deadline = clock_->Now() + options_.rendezvous_timeout;
+  rendezvous_->BeginGeneration(job.id(), job.generation(), job.placement().world_size(), entry.rendezvous_deadline);
+  std::vector<std::string> node_ids;
+  for (const v1::RankAssignment& r : job.placement().ranks()) {
+    if (node_ids.empty() || node_ids.back() != r.node_id()) node_ids.push_back(r.node_id());
+  }
+  for (const std::string& node_id : node_ids) {
+    std::optional<StartOrder> order = StartOrderLocked(entry, node_id);
+    for (JobListener* l : listeners_) l->OnStartRanks(*order);
+  }
+  if (job.state() != v1::JOB_STATE_PLACED) return;
+  JobRecord next = entry.record;
+  next.job.set_state(v1::JOB_STATE_STARTING);
+  next.job.set_message(absl::StrCat("starting ", job.placement().world_size(), " ranks on ", node_ids.size(),
+                                    node_ids.size() == 1 ? " node" : " nodes", "; rendezvous deadline in ",
+                                    absl::FormatDuration(options_.rendezvous_timeout)));
+  v1::JobEvent event = MakeEvent(entry, v1::JOB_EVENT_KIND_STARTING, v1::JOB_STATE_STARTING, next.job.message());
+  if (absl::Status s = CommitLocked(entry, std::move(next), {event}); !s.ok()) {
+    // Stays PLACED; MarkRunningLocked and FailGenerationLocked handle that.
+    spdlog::error("job {}: STARTING not stored: {}", job.id(), s.ToString());
+  }
+}
+
+absl::Status JobController::MarkRunningLocked(JobEntry& entry, const std::string& why) {
+  const v1::JobState from = entry.record.job.state();
+  if (from != v1::JOB_STATE_PLACED && from != v1::JOB_STATE_STARTING) return absl::OkStatus();
+  JobRecord next = entry.record;
+  next.job.set_state(v1::JOB_STATE_RUNNING);
+  next.job.set_message(absl::StrCat("running: ", why));
+  if (!next.job.has_start_time()) *next.job.mutable_start_time() = ToProtoTime(clock_->Now());
+  std::vector<v1::JobEvent> events;
+  if (from == v1::JOB_STATE_PLACED) {
+    events.push_back(MakeEvent(entry, v1::JOB_EVENT_KIND_STARTING, v1::JOB_STATE_STARTING, "start orders sent"));
+  }
+  events.push_back(MakeEvent(entry, v1::JOB_EVENT_KIND_RUNNING, v1::JOB_STATE_RUNNING, why));
+  events.back().set_from_state(v1::JOB_STATE_STARTING);
+  RETURN_IF_ERROR(CommitLocked(entry, std::move(next), std::move(events)));
+  entry.last_progress = clock_->Now();
+  return absl::OkStatus();
+}
+
+// ---- failure, restart, success ----
+
+std::vector<StopOrder> JobController::StopOrdersLocked(const JobEntry& entry, const std::string& reason,
+                                                       const std::string& skip_node) const {
+  std::vector<StopOrder> orders;
+  const v1::Job& job = entry.record.job;
+  if (job.generation() == 0) return orders;
+  for (const v1::RankAssignment& r : job.placement().ranks()) {
+    if (r.node_id() == skip_node) continue;
+    if (!orders.empty() && orders.back().node_id == r.node_id()) continue;
+    orders.push_back({r.node_id(), job.id(), job.generation(), {}, options_.stop_grace_period, reason});
+  }
+  return orders;
+}
+
+absl::Status JobController::FailGenerationLocked(JobEntry& entry, v1::JobEventKind kind, const std::string& reason,
+                                                 int32_t rank, const std::string& node_id,
+                                                 const std::string& lost_node) {
+  const v1::Job& job = entry.record.job;
+  if (!Active(job.state())) return absl::OkStatus();
+  const int32_t max_restarts = job.spec().restart().max_restarts();
+  // A coordinator restart is not the job's fault: always restart.
+  const bool give_up = kind != v1::JOB_EVENT_KIND_RECOVERED && job.restarts() >= max_restarts;
+  JobRecord next = entry.record;
+  next.job.set_reason(ReasonCode(kind));
+  std::string stop_reason;
+  v1::JobEvent event;
+  if (give_up) {
+    next.job.set_state(v1::JOB_STATE_FAILED);
+    next.job.set_message(absl::StrCat(reason, "; no restarts left (max_restarts ", max_restarts, ")"));
+    *next.job.mutable_end_time() = ToProtoTime(clock_->Now());
+    event = MakeEvent(entry, kind, v1::JOB_STATE_FAILED, next.job.message(), rank, node_id);
+    stop_reason = absl::StrCat("job failed: ", reason);
+  } else {
+    next.job.set_state(v1::JOB_STATE_RESTARTING);
+    next.job.set_message(absl::StrCat(reason, "; restarting (restart ", job.restarts() + 1, " of ", max_restarts, ")"));
+    event = MakeEvent(entry, kind, v1::JOB_STATE_RESTARTING, next.job.message(), rank, node_id);
+    stop_reason = absl::StrCat("generation ", job.generation(), " restarting: ", reason);
+  }
+  std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, lost_node);
+  RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
+  rendezvous_->EndGeneration(entry.record.job.id(), entry.record.job.generation());
+  NotifyStopLocked(stop);
+  return absl::OkStatus();
+}
+
+absl::Status JobController::ReportRankExit(const RankExit& exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  nodes_->Release(exit.node_id, exit.job_id, exit.generation, exit.global_rank);
+  JobEntry* entry = FindLocked(exit.job_id);
+  if (entry == nullptr) return absl::OkStatus();
+  const v1::Job& job = entry->record.job;
+  if (exit.generation != job.generation() || !Active(job.state())) return absl::OkStatus();  // over: ignored
+  const std::string hostname = Hostname(job.placement(), exit.global_rank);
+  const bool success = exit.exit_code == 0 && exit.signal == 0 && !exit.stopped_by_worker;
+  if (!success) {
+    return FailGenerationLocked(*entry, v1::JOB_EVENT_KIND_RANK_EXITED, DescribeExit(exit, hostname),
+                                exit.global_rank, exit.node_id);
+  }
+  entry->exited_ok.insert(exit.global_rank);
+  if (static_cast<int32_t>(entry->exited_ok.size()) < job.placement().world_size()) return absl::OkStatus();
+  JobRecord next = entry->record;
+  next.job.set_state(v1::JOB_STATE_SUCCEEDED);
+  next.job.set_reason(ReasonCode(v1::JOB_EVENT_KIND_SUCCEEDED));
+  next.job.set_message(absl::StrCat("all ", job.placement().world_size(), " ranks exited 0"));
+  *next.job.mutable_end_time() = ToProtoTime(clock_->Now());
+  std::vector<v1::JobEvent> events;
+  if (job.state() == v1::JOB_STATE_PLACED) {
+    events.push_back(MakeEvent(*entry, v1::JOB_EVENT_KIND_STARTING, v1::JOB_STATE_STARTING, "start orders sent"));
+  }
+  events.push_back(MakeEvent(*entry, v1::JOB_EVENT_KIND_SUCCEEDED, v1::JOB_STATE_SUCCEEDED, next.job.message()));
+  if (job.state() == v1::JOB_STATE_PLACED) events.back().set_from_state(v1::JOB_STATE_STARTING);
+  RETURN_IF_ERROR(CommitLocked(*entry, std::move(next), std::move(events)));
+  rendezvous_->EndGeneration(exit.job_id, exit.generation);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> JobController::ReportProgress(const std::string& job_id, int64_t generation,
+                                                   int32_t global_rank, const v1::StepMetrics& metrics) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const JobEntry* entry = FindLocked(job_id);
+    if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+    if (generation != entry->record.job.generation() || !Active(entry->record.job.state())) return true;
+  }
+  // A rank making steps has joined; outside our lock (it may call back).
+  rendezvous_->CheckIn({job_id, generation, global_rank}).IgnoreError();
+  std::lock_guard<std::mutex> lock(mu_);
+  JobEntry* entry = FindLocked(job_id);
+  if (generation != entry->record.job.generation() || !Active(entry->record.job.state())) return true;
+  entry->progress[global_rank] = metrics;
+  entry->last_progress = clock_->Now();
+  if (entry->record.job.state() != v1::JOB_STATE_RUNNING) {
+    RETURN_IF_ERROR(MarkRunningLocked(*entry, absl::StrCat("rank ", global_rank, " reported step ", metrics.step())));
+  } else if (global_rank == 0) {
+    NotifyJobLocked(*entry, {});
+  }
+  return false;
+}
+
+// ---- checkpoints ----
+
+absl::StatusOr<CommitResult> JobController::CommitCheckpoint(const ShardCommit& commit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobEntry* entry = FindLocked(commit.job_id);
+  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", commit.job_id, " not found"));
+  const v1::Job& job = entry->record.job;
+  if (commit.generation < job.generation()) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", commit.generation, " of job ", job.id(),
+                                                      " is over; current is ", job.generation()));
+  }
+  if (commit.generation > job.generation()) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", commit.generation, " of job ", job.id(),
+                                                      " is not known; current is ", job.generation()));
+  }
+  if (!Active(job.state())) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", commit.generation, " of job ", job.id(),
+                                                      " is over (the job is ", StateName(job.state()), ")"));
+  }
+  const int32_t stages = job.spec().parallelism().pipeline();
+  if (commit.pipeline_stages != stages) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline_stages: job ", job.id(), " has ", stages,
+                                                   " pipeline stages, got ", commit.pipeline_stages));
+  }
+  v1::JobEvent event = MakeEvent(*entry, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, job.state(),
+                                 absl::StrCat("checkpoint at step ", commit.step, " committed: ", commit.path));
+  ASSIGN_OR_RETURN(CommitResult result, checkpoints_->Commit(commit, job.spec().checkpoint().keep(), event));
+  if (result.event.has_value()) NotifyJobLocked(*entry, {*result.event});
+  return result;
+}
+
+// ---- time ----
+
+void JobController::CheckProgressLocked() {
+  const absl::Time now = clock_->Now();
+  for (auto& [id, entry] : jobs_) {
+    if (entry.record.job.state() != v1::JOB_STATE_RUNNING) continue;
+    const int32_t seconds = entry.record.job.spec().restart().progress_timeout_seconds();
+    if (seconds <= 0 || now - entry.last_progress < absl::Seconds(seconds)) continue;
+    absl::Status s = FailGenerationLocked(entry, v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
+                                          absl::StrCat("no step progress for ", absl::FormatDuration(now - entry.last_progress)));
+    if (!s.ok()) spdlog::error("job {}: progress timeout not applied: {}", id, s.ToString());
+  }
+}
+
+void JobController::Tick() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    HandleLostNodesLocked();
+    CheckProgressLocked();
+  }
+  rendezvous_->CheckDeadlines();  // may call OnRendezvousFailed: not under our lock
+  ScheduleNow();
+}
+
+void JobController::OnRendezvousComplete(const std::string& job_id, int64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobEntry* entry = FindLocked(job_id);
+  if (entry == nullptr || entry->record.job.generation() != generation) return;
+  absl::Status s = MarkRunningLocked(
+      *entry, absl::StrCat("all ", entry->record.job.placement().world_size(), " ranks joined the rendezvous"));
+  if (!s.ok()) spdlog::error("job {}: RUNNING not stored: {}", job_id, s.ToString());
+}
+
+void JobController::OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobEntry* entry = FindLocked(job_id);
+  if (entry == nullptr || entry->record.job.generation() != generation) return;
+  absl::Status s = FailGenerationLocked(*entry, v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT, reason);
+  if (!s.ok()) spdlog::error("job {}: rendezvous failure not applied: {}", job_id, s.ToString());
+}
+
+}  // namespace ringmaster::coordinator
