@@ -22,6 +22,7 @@
 #include "CLI/CLI.hpp"
 #include "common/cli_flags.h"
 #include "common/spec.h"
+#include "engine/train/agent_client.h"
 #include "engine/train/launcher.h"
 #include "engine/train/progress.h"
 #include "engine/train/rank_env.h"
@@ -119,6 +120,10 @@ int main(int argc, char** argv) {
     spdlog::info("one process: training the global batch of {} on a single rank", config->data.global_batch);
   }
   const bool rank0 = env->rank == 0;
+  // Started by a worker: report metrics and commit checkpoints through it.
+  absl::StatusOr<std::unique_ptr<ringmaster::engine::AgentClient>> agent =
+      ringmaster::engine::AgentClient::FromEnv(env->rank, absl::Seconds(1));
+  if (!agent.ok()) return Fail(agent.status());
 
   ringmaster::engine::ProgressPrinter progress(stdout, isatty(STDOUT_FILENO) != 0, config->log_interval_steps);
   ringmaster::engine::EvalReport last_eval;
@@ -128,10 +133,18 @@ int main(int argc, char** argv) {
   options.world = world.get();
   options.on_step = [&](const ringmaster::engine::StepReport& r) {
     if (rank0) progress.OnStep(r);
+    if (*agent) (*agent)->ReportStep(r);
   };
+  if (*agent) {
+    options.on_checkpoint = [&](int64_t step, const std::string& path) {
+      return (*agent)->CommitCheckpoint(step, path, /*stage=*/0, /*stages=*/1);  // rank 0 writes the whole model
+    };
+    options.should_stop = [&] { return (*agent)->stop_requested(); };
+  }
   options.on_eval = [&](const ringmaster::engine::EvalReport& r) {
     progress.OnEval(r);
     last_eval = r;
+    if (*agent) (*agent)->ReportEval(r);
   };
   absl::StatusOr<std::unique_ptr<ringmaster::engine::Trainer>> trainer =
       ringmaster::engine::Trainer::Create(*config, options);

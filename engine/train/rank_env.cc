@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "engine/dist/file_store.h"
 #include "engine/dist/gloo_process_group.h"
+#include "engine/dist/grpc_store.h"
 #include "engine/dist/tcp_store.h"
 
 namespace ringmaster::engine {
@@ -22,6 +23,33 @@ absl::StatusOr<int> EnvInt(const char* name, int fallback) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": expected an integer, got \"", value, "\""));
   }
   return n;
+}
+
+absl::StatusOr<int64_t> EnvInt64(const char* name, int64_t fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(value, &n)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": expected an integer, got \"", value, "\""));
+  }
+  return n;
+}
+
+// "grpc:ADDRESS": the RendezvousService at ADDRESS (the worker's socket,
+// unix:/path/agent.sock, or host:port), scoped by RINGMASTER_JOB (required)
+// and RINGMASTER_GENERATION (default 0).
+absl::StatusOr<std::unique_ptr<dist::Store>> ConnectGrpcStore(const RankEnv& env) {
+  dist::GrpcStoreOptions options;
+  options.target = env.rendezvous.substr(5);
+  const char* job = std::getenv("RINGMASTER_JOB");
+  if (job == nullptr || *job == '\0') {
+    return absl::InvalidArgumentError("RINGMASTER_JOB: required with a grpc: rendezvous");
+  }
+  options.job_id = job;
+  ASSIGN_OR_RETURN(options.generation, EnvInt64("RINGMASTER_GENERATION", 0));
+  options.rank = env.rank;
+  ASSIGN_OR_RETURN(std::unique_ptr<dist::GrpcStore> store, dist::GrpcStore::Connect(options));
+  return std::unique_ptr<dist::Store>(std::move(store));
 }
 
 // A process group that also owns the store it was built over.
@@ -78,8 +106,8 @@ absl::StatusOr<RankEnv> ResolveRankEnv(int rank, int world_size, int local_rank,
   }
   if (env.world_size > 1 && env.rendezvous.empty()) {
     return absl::InvalidArgumentError(
-        "rendezvous: required with more than one rank (--rendezvous file:DIR or tcp:HOST:PORT, or "
-        "RINGMASTER_RENDEZVOUS)");
+        "rendezvous: required with more than one rank (--rendezvous file:DIR, tcp:HOST:PORT or "
+        "grpc:ADDRESS, or RINGMASTER_RENDEZVOUS)");
   }
   return env;
 }
@@ -103,9 +131,11 @@ absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> JoinWorld(const RankEnv& env
     options.connect_timeout = timeout;
     ASSIGN_OR_RETURN(store, dist::TcpStore::Connect(options));
     host = parts[0] == "0.0.0.0" ? "127.0.0.1" : parts[0];
+  } else if (absl::StartsWith(env.rendezvous, "grpc:")) {
+    ASSIGN_OR_RETURN(store, ConnectGrpcStore(env));
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("rendezvous: expected file:DIR or tcp:HOST:PORT, got \"", env.rendezvous, "\""));
+        absl::StrCat("rendezvous: expected file:DIR, tcp:HOST:PORT or grpc:ADDRESS, got \"", env.rendezvous, "\""));
   }
   dist::GlooOptions options;
   options.rank = env.rank;

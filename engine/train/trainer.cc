@@ -174,7 +174,11 @@ absl::Status Trainer::Run() {
     }
     bool checkpoint_due = config_.checkpoint_interval_steps > 0 && step_ % config_.checkpoint_interval_steps == 0;
     if (!options_.checkpoint_dir.empty() && (checkpoint_due || step_ == total_steps_)) {
-      RETURN_IF_ERROR(SaveCheckpoint().status());
+      ASSIGN_OR_RETURN(std::string path, SaveCheckpoint());
+      if (rank() == 0 && options_.on_checkpoint) RETURN_IF_ERROR(options_.on_checkpoint(step_, path));
+    }
+    if (options_.should_stop && options_.should_stop()) {
+      return absl::CancelledError(absl::StrCat("stopped at step ", step_, " at the coordinator's request"));
     }
   }
   if (!evaluated_last) RETURN_IF_ERROR(report_eval());  // resumed at the end: report it again

@@ -87,6 +87,12 @@ struct TrainerOptions {
   // All the ranks of the job (not owned; must outlive the trainer). Null or
   // one rank: train in this process alone.
   dist::ProcessGroup* world = nullptr;
+  // Rank 0, after each checkpoint is written (e.g. commit it to the
+  // coordinator); an error stops Run with it.
+  std::function<absl::Status(int64_t step, const std::string& path)> on_checkpoint;
+  // Checked after every step; true stops Run with CANCELLED (the coordinator
+  // asked the job to stop).
+  std::function<bool()> should_stop;
 };
 
 class Trainer {

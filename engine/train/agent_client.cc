@@ -1,0 +1,157 @@
+#include "engine/train/agent_client.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/checkpoint_files.h"
+#include "engine/checkpoint/file_io.h"
+#include "google/protobuf/util/time_util.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::engine {
+namespace {
+
+// An RPC that misses this is retried with the next report (metrics) or fails
+// the commit (the trainer then stops: its generation is probably over).
+constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
+
+void SetDeadline(grpc::ClientContext* context) {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(absl::ToInt64Milliseconds(kRpcTimeout)));
+}
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), absl::StrCat(what, ": ", s.error_message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::FromEnv(int global_rank, absl::Duration interval) {
+  const char* target = std::getenv("RINGMASTER_AGENT");
+  if (target == nullptr || *target == '\0') return std::unique_ptr<AgentClient>();
+  const char* job = std::getenv("RINGMASTER_JOB");
+  if (job == nullptr || *job == '\0') return absl::InvalidArgumentError("RINGMASTER_JOB: required with RINGMASTER_AGENT");
+  int64_t generation = 0;
+  const char* gen = std::getenv("RINGMASTER_GENERATION");
+  if (gen != nullptr && !absl::SimpleAtoi(gen, &generation)) {
+    return absl::InvalidArgumentError(absl::StrCat("RINGMASTER_GENERATION: expected an integer, got \"", gen, "\""));
+  }
+  return std::unique_ptr<AgentClient>(new AgentClient(target, job, generation, global_rank, interval));
+}
+
+AgentClient::AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval)
+    : job_(std::move(job)), generation_(generation), rank_(rank), interval_(interval) {
+  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  agent_ = v1::AgentService::NewStub(channel);
+  checkpoints_ = v1::CheckpointService::NewStub(channel);
+  sender_ = std::thread([this] { SendLoop(); });
+}
+
+AgentClient::~AgentClient() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+  sender_.join();
+}
+
+void AgentClient::ReportStep(const StepReport& step) {
+  v1::StepMetrics m;
+  m.set_step(step.step);
+  m.set_total_steps(step.total_steps);
+  m.set_epoch(static_cast<int32_t>(step.epoch));
+  m.set_loss(step.loss);
+  m.set_samples_per_second(step.seconds > 0 ? step.samples / step.seconds : 0);
+  m.set_tokens_per_second(step.seconds > 0 ? step.tokens / step.seconds : 0);
+  m.set_loss_scale(step.loss_scale);
+  m.set_skipped_steps(step.skipped_total);
+  m.set_step_time_seconds(step.seconds);
+  m.set_communication_seconds(step.comm_seconds);
+  m.set_grad_norm(step.grad_norm);
+  m.set_learning_rate(step.lr);
+  *m.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    m.set_eval_loss(last_eval_.eval_loss());
+    m.set_eval_accuracy(last_eval_.eval_accuracy());
+    m.set_eval_step(last_eval_.eval_step());
+    pending_ = std::move(m);
+  }
+  cv_.notify_all();
+}
+
+void AgentClient::ReportEval(const EvalReport& eval) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_eval_.set_eval_loss(eval.loss);
+  last_eval_.set_eval_accuracy(eval.accuracy >= 0 ? eval.accuracy : 0);
+  last_eval_.set_eval_step(eval.step);
+  if (pending_.has_value()) {
+    pending_->set_eval_loss(eval.loss);
+    pending_->set_eval_accuracy(eval.accuracy >= 0 ? eval.accuracy : 0);
+    pending_->set_eval_step(eval.step);
+  }
+}
+
+void AgentClient::SendLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return shutdown_ || pending_.has_value(); });
+    if (!pending_.has_value()) return;  // shut down with nothing left to send
+    v1::ReportMetricsRequest request;
+    request.set_job_id(job_);
+    request.set_generation(generation_);
+    request.set_global_rank(rank_);
+    *request.mutable_metrics() = std::move(*pending_);
+    pending_.reset();
+    const bool last = shutdown_;
+    lock.unlock();
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ReportMetricsResponse response;
+    grpc::Status status = agent_->ReportMetrics(&context, request, &response);
+    if (!status.ok()) spdlog::debug("metrics report to the worker failed: {}", status.error_message());
+    lock.lock();
+    if (status.ok() && response.stop()) stop_requested_ = true;
+    if (last) return;
+    // At most one report per interval (the latest metrics win).
+    cv_.wait_for(lock, std::chrono::milliseconds(absl::ToInt64Milliseconds(interval_)), [&] { return shutdown_; });
+  }
+}
+
+bool AgentClient::stop_requested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_requested_;
+}
+
+absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages) {
+  const std::string manifest_path = path + "/" + kManifestFileName;
+  ASSIGN_OR_RETURN(std::string text, ReadFile(manifest_path));
+  ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(text, manifest_path));
+  v1::CommitCheckpointRequest request;
+  request.set_job_id(job_);
+  request.set_generation(generation_);
+  request.set_step(step);
+  request.set_path(path);
+  request.set_rank(rank_);
+  request.set_pipeline_stage(stage);
+  request.set_pipeline_stages(stages);
+  for (const ManifestEntry& entry : manifest.files) {
+    v1::CheckpointFile* file = request.add_files();
+    file->set_path(entry.name);
+    file->set_size_bytes(entry.size);
+    file->mutable_checksum()->set_algorithm(v1::FileChecksum::SHA256);
+    file->mutable_checksum()->set_hex(entry.sha256);
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::CommitCheckpointResponse response;
+  return FromGrpc(checkpoints_->Commit(&context, request, &response), absl::StrCat("commit of checkpoint ", path));
+}
+
+}  // namespace ringmaster::engine

@@ -1,0 +1,73 @@
+#ifndef RINGMASTER_ENGINE_TRAIN_AGENT_CLIENT_H_
+#define RINGMASTER_ENGINE_TRAIN_AGENT_CLIENT_H_
+
+// AgentClient: a trainer's line to the worker that started it (the worker's
+// agent socket, ARCHITECTURE.md section 5): step metrics up, checkpoint commits
+// up, and the coordinator's request to stop down.
+//
+// Environment set by the worker: RINGMASTER_AGENT (a gRPC target, e.g.
+// unix:/var/lib/ringmaster/worker/agent.sock), RINGMASTER_JOB,
+// RINGMASTER_GENERATION. Without RINGMASTER_AGENT there is no worker (a
+// standalone run) and FromEnv returns nullptr.
+//
+// ReportStep never blocks the training step: it keeps the latest metrics and a
+// sender thread forwards them at most every `interval`. CommitCheckpoint is a
+// blocking call (rank 0, after a checkpoint is written). Thread-safe.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/train/trainer.h"
+#include "proto/agent_service.grpc.pb.h"
+#include "proto/checkpoint_service.grpc.pb.h"
+
+namespace ringmaster::engine {
+
+class AgentClient {
+ public:
+  // nullptr (and OK) when RINGMASTER_AGENT is unset; INVALID_ARGUMENT naming a
+  // malformed variable.
+  static absl::StatusOr<std::unique_ptr<AgentClient>> FromEnv(int global_rank, absl::Duration interval);
+  ~AgentClient();
+
+  void ReportStep(const StepReport& step);
+  void ReportEval(const EvalReport& eval);
+  // Records checkpoint `path` (a step directory with its MANIFEST.json) as
+  // written by this rank for pipeline stage `stage` of `stages`.
+  absl::Status CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages);
+  // The coordinator answered a report with "stop" (cancelled, or the
+  // generation is over).
+  bool stop_requested() const;
+
+  const std::string& job() const { return job_; }
+  int64_t generation() const { return generation_; }
+
+ private:
+  AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval);
+  void SendLoop();
+
+  const std::string job_;
+  const int64_t generation_;
+  const int rank_;
+  const absl::Duration interval_;
+  std::unique_ptr<v1::AgentService::Stub> agent_;
+  std::unique_ptr<v1::CheckpointService::Stub> checkpoints_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<v1::StepMetrics> pending_;  // guarded by mu_
+  v1::StepMetrics last_eval_;               // guarded by mu_ (eval fields only)
+  bool stop_requested_ = false;             // guarded by mu_
+  bool shutdown_ = false;                   // guarded by mu_
+  std::thread sender_;
+};
+
+}  // namespace ringmaster::engine
+
+#endif  // RINGMASTER_ENGINE_TRAIN_AGENT_CLIENT_H_
