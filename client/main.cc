@@ -1,55 +1,194 @@
-// ringmaster: the command-line client of the coordinator.
+// ringmaster: the command-line client of the coordinator (composition root).
 //
-// The command set of ARCHITECTURE.md section 7 is declared here with its help
-// text; the commands that talk to the coordinator's JobService are wired up
-// with issue #5 and until then exit 1 saying so.
+// Reads the flags and the environment (here only), builds the channel to the
+// coordinator and runs one command (client/commands.h,
+// client/local_cluster.h). Exit codes are in client/cli.h; every failure is
+// one line on stderr.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "client/cli.h"
+#include "client/commands.h"
+#include "client/local_cluster.h"
 #include "common/cli_flags.h"
+#include "grpc/support/log.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
 
 namespace {
 
-struct Command {
-  const char* name;
-  const char* help;
-};
+using namespace ringmaster::client;
 
-constexpr Command kCommands[] = {
-    {"submit", "Submit a job spec (YAML or JSON): submit FILE [--set k=v] [--wait|--follow]"},
-    {"jobs", "List jobs"},
-    {"describe", "Show a job's spec, placement, ranks and timeline: describe JOB"},
-    {"logs", "Print a job's logs: logs JOB [-f] [--rank N]"},
-    {"cancel", "Cancel a job: cancel JOB"},
-    {"nodes", "List nodes"},
-    {"checkpoints", "List a job's committed checkpoints: checkpoints JOB"},
-    {"plan", "Memory per GPU and time to train for a spec: plan FILE"},
-    {"local", "Run a coordinator and a worker on this machine: local up|down|status"},
-};
+constexpr int kMaxInt = std::numeric_limits<int>::max();
+
+// gRPC's own log lines go to our logger at debug level, so that a refused
+// connection is our one line, not a page of gRPC internals.
+void ForwardGrpcLog(gpr_log_func_args* args) { spdlog::debug("grpc {}:{}: {}", args->file, args->line, args->message); }
+
+std::string Getenv(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+std::string DefaultStateDir() {
+  if (std::string xdg = Getenv("XDG_STATE_HOME"); !xdg.empty()) return xdg + "/ringmaster/local";
+  std::string home = Getenv("HOME");
+  return (home.empty() ? std::string("/tmp") : home) + "/.local/state/ringmaster/local";
+}
+
+std::string SelfExe() {
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : path.string();
+}
+
+// The user named in the CANCELLED event.
+std::string UserName() {
+  std::string user = Getenv("USER");
+  return user.empty() ? std::string("unknown user") : user;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ringmaster: submit, watch and cancel training jobs"};
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("ringmaster: ") + e.what() + " (see --help)\n";
+  });
   ringmaster::CommonFlags common;
+  common.log_level = "warn";
   ringmaster::AddCommonFlags(app, &common);
-  std::string coordinator = "127.0.0.1:50051";
+  GlobalOptions global;
   std::string output = "table";
-  app.add_option("--coordinator", coordinator, "Coordinator address (host:port)")->capture_default_str();
-  app.add_option("--output", output, "Output format: table or json")
+  app.add_option("--coordinator", global.coordinator, "Coordinator address (host:port, unix:PATH)")
+      ->envname("RINGMASTER_COORDINATOR")
+      ->capture_default_str();
+  app.add_option("-o,--output", output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  app.require_subcommand(1);
-  std::vector<std::string> rest;
-  for (const Command& c : kCommands) {
-    CLI::App* sub = app.add_subcommand(c.name, c.help);
-    sub->allow_extras();
-    sub->callback([name = c.name] {
-      fmt::print(stderr, "ringmaster {}: not available yet: needs the coordinator's JobService (issue #5)\n", name);
-      throw CLI::RuntimeError(1);
-    });
+  app.require_subcommand(0, 1);  // none: our own message below
+  app.fallthrough();  // global flags may follow the command
+
+  SubmitOptions submit;
+  CLI::App* submit_cmd = app.add_subcommand("submit", "Submit a job spec (YAML or JSON)");
+  submit_cmd->add_option("file", submit.file, "Job spec file (.yaml, .yml or .json)")->required();
+  submit_cmd->add_option("--set", submit.overrides, "Override a field: key.path=value (repeatable)")
+      ->allow_extra_args(false);
+  CLI::Option* wait = submit_cmd->add_flag("--wait", submit.wait, "Wait until the job ends; non-zero exit unless it succeeded");
+  CLI::Option* follow =
+      submit_cmd->add_flag("--follow", submit.follow, "Like --wait, showing progress and events");
+  wait->excludes(follow);
+  submit_cmd->add_option("--request-id", submit.request_id, "Idempotency key (a retried submit returns the same job)");
+
+  JobsOptions jobs;
+  CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs, newest first");
+  jobs_cmd->add_option("--state", jobs.states, "Only jobs in this state (repeatable): queued, running, ...")
+      ->allow_extra_args(false);
+
+  std::string describe_job;
+  CLI::App* describe_cmd = app.add_subcommand("describe", "Show a job's spec, placement and timeline");
+  describe_cmd->add_option("job", describe_job, "Job id")->required();
+
+  LogsOptions logs;
+  int logs_rank = -1;
+  CLI::App* logs_cmd = app.add_subcommand("logs", "Print a job's logs, each line prefixed [rank N]");
+  logs_cmd->add_option("job", logs.job_id, "Job id")->required();
+  logs_cmd->add_flag("-f,--follow", logs.follow, "Keep printing new lines until the job ends");
+  logs_cmd->add_option("--rank", logs_rank, "Only this global rank")->check(CLI::Range(0, kMaxInt));
+  logs_cmd->add_option("--tail", logs.tail_lines, "Start with at most N stored lines per rank (0: all)")
+      ->check(CLI::Range(0, kMaxInt));
+
+  CancelOptions cancel;
+  std::string cancel_reason;
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel a job");
+  cancel_cmd->add_option("job", cancel.job_id, "Job id")->required();
+  cancel_cmd->add_option("--reason", cancel_reason, "Why (recorded in the job's timeline)");
+
+  CLI::App* nodes_cmd = app.add_subcommand("nodes", "List the registered nodes");
+
+  CheckpointsOptions checkpoints;
+  CLI::App* checkpoints_cmd = app.add_subcommand("checkpoints", "List a job's checkpoints, newest first");
+  checkpoints_cmd->add_option("job", checkpoints.job_id, "Job id")->required();
+  checkpoints_cmd->add_flag("--all", checkpoints.include_incomplete, "Also checkpoints not every stage committed");
+
+  CLI::App* plan_cmd = app.add_subcommand("plan", "Memory per GPU and time to train for a spec (not available yet)");
+  plan_cmd->allow_extras();
+
+  LocalOptions local;
+  local.state_dir = DefaultStateDir();
+  local.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
+  int startup_seconds = 30;
+  CLI::App* local_cmd = app.add_subcommand("local", "A coordinator and a worker on this machine");
+  local_cmd->require_subcommand(1);
+  local_cmd->add_option("--state-dir", local.state_dir, "Pid files, logs and daemon state")->capture_default_str();
+  local_cmd->add_option("--bin-dir", local.bin_dir, "Where ringmaster-coordinator and ringmaster-worker are");
+  local_cmd->add_option("--cpu-slots", local.cpu_slots, "CPU ranks the worker offers")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  local_cmd->add_option("--timeout", startup_seconds, "Seconds `up` waits for the daemons")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  local_cmd->fallthrough();
+  CLI::App* up_cmd = local_cmd->add_subcommand("up", "Start them (if not running) and wait until they are ready");
+  CLI::App* down_cmd = local_cmd->add_subcommand("down", "Stop them (SIGTERM, then SIGKILL)");
+  CLI::App* status_cmd = local_cmd->add_subcommand("status", "Show them and the nodes");
+  for (CLI::App* sub : {up_cmd, down_cmd, status_cmd}) sub->fallthrough();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+
+  if (app.get_subcommands().empty()) {
+    std::cerr << "ringmaster: a command is required: submit, jobs, describe, logs, cancel, nodes, checkpoints, "
+                 "plan or local (see --help)\n";
+    return kExitUsage;
+  }
+  if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, "cli"); !s.ok()) {
+    std::cerr << "ringmaster: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  gpr_set_log_function(ForwardGrpcLog);
+  global.output = output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  Console console{std::cout, std::cerr, ::isatty(STDOUT_FILENO) == 1};
+
+  if (local_cmd->parsed()) {
+    local.self_exe = SelfExe();
+    local.startup_timeout = absl::Seconds(startup_seconds);
+    if (up_cmd->parsed()) return RunLocalUp(global, local, console);
+    if (down_cmd->parsed()) return RunLocalDown(global, local, console);
+    return RunLocalStatus(global, local, console);
+  }
+  if (plan_cmd->parsed()) {
+    std::cerr << "ringmaster: plan is not available yet (it needs the engine's memory and step-time model)\n";
+    return kExitError;
+  }
+
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(global.coordinator, grpc::InsecureChannelCredentials());
+  std::unique_ptr<JobStub> stub = ringmaster::v1::JobService::NewStub(channel);
+  if (submit_cmd->parsed()) return RunSubmit(*stub, global, submit, console);
+  if (jobs_cmd->parsed()) return RunJobs(*stub, global, jobs, console);
+  if (describe_cmd->parsed()) return RunDescribe(*stub, global, describe_job, console);
+  if (logs_cmd->parsed()) {
+    if (logs_rank >= 0) logs.rank = logs_rank;
+    return RunLogs(*stub, global, logs, console);
+  }
+  if (cancel_cmd->parsed()) {
+    cancel.reason = "cancelled by " + UserName() + (cancel_reason.empty() ? "" : ": " + cancel_reason);
+    return RunCancel(*stub, global, cancel, console);
+  }
+  if (nodes_cmd->parsed()) return RunNodes(*stub, global, console);
+  if (checkpoints_cmd->parsed()) return RunCheckpoints(*stub, global, checkpoints, console);
+  return kExitUsage;  // unreachable: one command was parsed
 }

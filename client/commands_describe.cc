@@ -1,0 +1,157 @@
+// ringmaster describe JOB: the job, a summary of its spec, its placement
+// (ranks with node, local rank and data/pipeline coordinates) and its
+// timeline.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "client/output.h"
+#include "client/progress.h"
+#include "client/rpc_errors.h"
+#include "grpcpp/grpcpp.h"
+
+namespace ringmaster::client {
+namespace {
+
+std::string Ints(const google::protobuf::RepeatedField<int32_t>& values) {
+  return absl::StrCat("[", absl::StrJoin(values, ", "), "]");
+}
+
+std::string ModelSummary(const v1::ModelSpec& model) {
+  switch (model.kind_case()) {
+    case v1::ModelSpec::kMlp:
+      return absl::StrCat("mlp, hidden ", Ints(model.mlp().hidden_sizes()));
+    case v1::ModelSpec::kCnn:
+      return absl::StrCat("cnn, channels ", Ints(model.cnn().channels()), ", hidden ",
+                          Ints(model.cnn().hidden_sizes()));
+    case v1::ModelSpec::kGpt: {
+      const v1::GptSpec& g = model.gpt();
+      return absl::StrCat("gpt, ", g.layers(), " layers, ", g.heads(), " heads, width ", g.width(), ", context ",
+                          g.context());
+    }
+    default:
+      return "-";
+  }
+}
+
+std::string TrainingSummary(const v1::TrainingSpec& training) {
+  if (training.length_case() == v1::TrainingSpec::kSteps) return absl::StrCat(training.steps(), " steps");
+  if (training.length_case() == v1::TrainingSpec::kEpochs) return absl::StrCat(training.epochs(), " epochs");
+  return "-";
+}
+
+void PrintField(std::ostream& out, const std::string& label, const std::string& value) {
+  out << absl::StrFormat("%-15s %s\n", label + ":", value);
+}
+
+void PrintJob(const v1::Job& job, absl::Time now, std::ostream& out) {
+  PrintField(out, "Job", job.id());
+  PrintField(out, "Name", job.spec().name());
+  std::string state = StateName(job.state());
+  if (!job.reason().empty()) absl::StrAppend(&state, " (", job.reason(), ")");
+  PrintField(out, "State", state);
+  if (!job.message().empty()) PrintField(out, "Message", job.message());
+  PrintField(out, "Priority", absl::StrCat(job.spec().priority()));
+  PrintField(out, "Generation", absl::StrCat(job.generation(), " (", job.restarts(), " restarts)"));
+  PrintField(out, "Submitted", absl::StrCat(FormatTimestamp(job.submit_time()), " (", FormatAge(job.submit_time(), now),
+                                            " ago)"));
+  PrintField(out, "Started", FormatTimestamp(job.start_time()));
+  PrintField(out, "Ended", FormatTimestamp(job.end_time()));
+  const v1::StepMetrics& p = job.progress();
+  if (p.step() > 0 || p.total_steps() > 0) PrintField(out, "Progress", FormatProgressLine(job));
+  if (p.eval_step() > 0) {
+    std::string eval = absl::StrFormat("loss %.4f", p.eval_loss());
+    if (p.eval_accuracy() > 0) absl::StrAppend(&eval, absl::StrFormat(", accuracy %.2f%%", 100 * p.eval_accuracy()));
+    absl::StrAppend(&eval, " at step ", p.eval_step());
+    PrintField(out, "Evaluation", eval);
+  }
+  if (job.has_last_checkpoint()) {
+    PrintField(out, "Checkpoint", absl::StrCat("step ", job.last_checkpoint().step(), " at ",
+                                               job.last_checkpoint().path()));
+  }
+}
+
+void PrintSpec(const v1::JobSpec& spec, std::ostream& out) {
+  out << "\nSpec:\n";
+  PrintField(out, "  Model", ModelSummary(spec.model()));
+  std::string data = v1::DataSpec::Dataset_Name(spec.data().dataset());
+  if (!spec.data().path().empty()) absl::StrAppend(&data, " ", spec.data().path());
+  absl::StrAppend(&data, ", batch ", spec.data().batch_size());
+  PrintField(out, "  Data", data);
+  PrintField(out, "  Training", TrainingSummary(spec.training()));
+  PrintField(out, "  Optimizer", absl::StrCat(v1::OptimizerSpec::Type_Name(spec.optimizer().type()), ", lr ",
+                                              spec.optimizer().lr()));
+  PrintField(out, "  Precision", v1::PrecisionSpec::Compute_Name(spec.precision().compute()));
+  PrintField(out, "  Parallelism", absl::StrCat("data ", spec.parallelism().data(), " x pipeline ",
+                                                spec.parallelism().pipeline()));
+  const v1::ResourceSpec& r = spec.resources();
+  PrintField(out, "  Resources", absl::StrCat(r.nodes(), " node(s) x ", r.ranks_per_node(), " rank(s), ",
+                                              v1::ResourceSpec::Device_Name(r.device()), ", ",
+                                              r.cpus_per_rank(), " cpu(s)/rank"));
+  PrintField(out, "  Restarts", absl::StrCat("at most ", spec.restart().max_restarts()));
+}
+
+void PrintPlacement(const v1::Placement& placement, std::ostream& out) {
+  out << "\nPlacement:";
+  if (placement.world_size() == 0) {
+    out << " none\n";
+    return;
+  }
+  out << " generation " << placement.generation() << ", " << placement.world_size() << " ranks on "
+      << placement.nodes() << " node(s) x " << placement.ranks_per_node() << ", data "
+      << placement.data_parallel_size() << " x pipeline " << placement.pipeline_parallel_size() << "\n";
+  Table table({"RANK", "NODE", "HOSTNAME", "LOCAL", "NODE_RANK", "DATA", "STAGE", "GPU"});
+  for (const v1::RankAssignment& r : placement.ranks()) {
+    table.AddRow({absl::StrCat(r.global_rank()), r.node_id(), r.hostname(), absl::StrCat(r.local_rank()),
+                  absl::StrCat(r.node_rank()), absl::StrCat(r.data_rank()), absl::StrCat(r.pipeline_rank()),
+                  r.gpu_uuid().empty() ? "-" : r.gpu_uuid()});
+  }
+  table.Render(out);
+}
+
+void PrintEvents(const google::protobuf::RepeatedPtrField<v1::JobEvent>& events, std::ostream& out) {
+  out << "\nEvents:";
+  if (events.empty()) {
+    out << " none\n";
+    return;
+  }
+  out << "\n";
+  Table table({"TIME", "GEN", "EVENT", "STATE", "REASON"});
+  for (const v1::JobEvent& e : events) {
+    std::string state = StateName(e.to_state());
+    if (e.from_state() != e.to_state()) state = absl::StrCat(StateName(e.from_state()), " -> ", state);
+    table.AddRow({FormatTimestamp(e.time()), absl::StrCat(e.generation()), EventKindName(e.kind()), state,
+                  e.reason().empty() ? "-" : e.reason()});
+  }
+  table.Render(out);
+}
+
+}  // namespace
+
+int RunDescribe(JobStub& stub, const GlobalOptions& global, const std::string& job_id, Console& console) {
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  request.set_include_events(true);
+  v1::GetJobResponse response;
+  grpc::ClientContext context;
+  SetTimeout(&context, global.rpc_timeout);
+  grpc::Status status = stub.GetJob(&context, request, &response);
+  if (!status.ok()) {
+    return ReportRpcError(status, {global.coordinator, "GetJob", job_id, global.rpc_timeout}, console.err);
+  }
+  if (global.output == OutputFormat::kJson) {
+    PrintJsonLine(response, console.out);
+    return kExitOk;
+  }
+  PrintJob(response.job(), console.clock->Now(), console.out);
+  PrintSpec(response.job().spec(), console.out);
+  PrintPlacement(response.job().placement(), console.out);
+  PrintEvents(response.events(), console.out);
+  return kExitOk;
+}
+
+}  // namespace ringmaster::client

@@ -1,0 +1,352 @@
+// jobs, describe, cancel, nodes, checkpoints and logs against an in-process
+// fake JobService: exact table and JSON outputs, requests sent, and the
+// one-line errors.
+
+#include <sstream>
+#include <string>
+
+#include "absl/time/time.h"
+#include "client/commands.h"
+#include "client/fake_job_service.h"
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::client {
+namespace {
+
+using ::testing::ElementsAre;
+
+constexpr int64_t kT0 = 1795000000;  // 2026-11-18T11:06:40Z
+
+google::protobuf::Timestamp At(int64_t seconds) {
+  google::protobuf::Timestamp t;
+  t.set_seconds(seconds);
+  return t;
+}
+
+v1::Job MakeJob(const std::string& id, const std::string& name, v1::JobState state) {
+  v1::Job job;
+  job.set_id(id);
+  job.mutable_spec()->set_name(name);
+  job.set_state(state);
+  *job.mutable_submit_time() = At(kT0 - 300);
+  return job;
+}
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  CommandsTest() {
+    global_.coordinator = coordinator_.address();
+    global_.rpc_timeout = absl::Seconds(10);
+  }
+  FakeJobService::Script& script() { return coordinator_.service().script(); }
+  FakeJobService::Calls calls() { return coordinator_.service().calls(); }
+
+  FakeCoordinator coordinator_;
+  std::unique_ptr<v1::JobService::Stub> stub_ = coordinator_.NewStub();
+  GlobalOptions global_;
+  FakeClock clock_{absl::FromUnixSeconds(kT0)};
+  std::ostringstream out_;
+  std::ostringstream err_;
+  Console console_{out_, err_, false, &clock_};
+};
+
+TEST_F(CommandsTest, JobsTableFetchesEveryPage) {
+  v1::Job running = MakeJob("j-2", "gpt-small", v1::JOB_STATE_RUNNING);
+  running.mutable_spec()->set_priority(5);
+  running.set_generation(2);
+  running.mutable_placement()->set_world_size(8);
+  running.mutable_progress()->set_step(250);
+  running.mutable_progress()->set_total_steps(1000);
+  v1::Job queued = MakeJob("j-1", "mlp", v1::JOB_STATE_QUEUED);
+  queued.mutable_spec()->mutable_resources()->set_nodes(1);
+  queued.mutable_spec()->mutable_resources()->set_ranks_per_node(2);
+  *queued.mutable_submit_time() = At(kT0 - 7200);
+  script().list_jobs_pages.resize(2);
+  *script().list_jobs_pages[0].add_jobs() = running;
+  *script().list_jobs_pages[1].add_jobs() = queued;
+
+  EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "ID   NAME       STATE    PRIORITY  GEN  RANKS  AGE  PROGRESS\n"
+            "j-2  gpt-small  RUNNING  5         2    8      5m   250/1000 (25%)\n"
+            "j-1  mlp        QUEUED   0         0    2      2h   -\n");
+  EXPECT_EQ(err_.str(), "");
+  FakeJobService::Calls c = calls();
+  ASSERT_EQ(c.list_jobs.size(), 2u);
+  EXPECT_EQ(c.list_jobs[0].page_token(), "");
+  EXPECT_EQ(c.list_jobs[1].page_token(), "page-1");
+}
+
+TEST_F(CommandsTest, JobsJsonIsOneProtobufJsonLine) {
+  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-1", "mlp", v1::JOB_STATE_SUCCEEDED);
+  global_.output = OutputFormat::kJson;
+  EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "{\"jobs\":[{\"id\":\"j-1\",\"spec\":{\"name\":\"mlp\"},\"state\":\"JOB_STATE_SUCCEEDED\","
+            "\"submitTime\":\"2026-11-18T11:01:40Z\"}]}\n");
+}
+
+TEST_F(CommandsTest, JobsStateFilter) {
+  JobsOptions options;
+  options.states = {"running", "JOB_STATE_QUEUED"};
+  EXPECT_EQ(RunJobs(*stub_, global_, options, console_), kExitOk);
+  ASSERT_EQ(calls().list_jobs.size(), 1u);
+  EXPECT_THAT(calls().list_jobs[0].states(), ElementsAre(v1::JOB_STATE_RUNNING, v1::JOB_STATE_QUEUED));
+
+  options.states = {"sleeping"};
+  EXPECT_EQ(RunJobs(*stub_, global_, options, console_), kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "ringmaster: --state: unknown job state \"sleeping\" (expected queued, placed, starting, running, "
+            "restarting, succeeded, failed or cancelled)\n");
+}
+
+TEST_F(CommandsTest, DescribeShowsSpecPlacementAndTimeline) {
+  v1::Job job = MakeJob("j-42", "fashion-mnist-mlp", v1::JOB_STATE_RUNNING);
+  job.set_generation(2);
+  job.set_restarts(1);
+  job.set_reason("Running");
+  *job.mutable_start_time() = At(kT0 - 240);
+  v1::JobSpec* spec = job.mutable_spec();
+  spec->mutable_model()->mutable_mlp()->add_hidden_sizes(256);
+  spec->mutable_model()->mutable_mlp()->add_hidden_sizes(128);
+  spec->mutable_data()->set_dataset(v1::DataSpec::SYNTHETIC);
+  spec->mutable_data()->set_batch_size(128);
+  spec->mutable_training()->set_epochs(5);
+  spec->mutable_optimizer()->set_type(v1::OptimizerSpec::ADAMW);
+  spec->mutable_optimizer()->set_lr(0.001);
+  spec->mutable_precision()->set_compute(v1::PrecisionSpec::FP32);
+  spec->mutable_parallelism()->set_data(2);
+  spec->mutable_parallelism()->set_pipeline(1);
+  spec->mutable_resources()->set_nodes(1);
+  spec->mutable_resources()->set_ranks_per_node(2);
+  spec->mutable_resources()->set_device(v1::ResourceSpec::CPU);
+  spec->mutable_resources()->set_cpus_per_rank(2);
+  spec->mutable_restart()->set_max_restarts(2);
+  v1::Placement* placement = job.mutable_placement();
+  placement->set_generation(2);
+  placement->set_world_size(2);
+  placement->set_data_parallel_size(2);
+  placement->set_pipeline_parallel_size(1);
+  placement->set_nodes(1);
+  placement->set_ranks_per_node(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::RankAssignment* r = placement->add_ranks();
+    r->set_global_rank(rank);
+    r->set_local_rank(rank);
+    r->set_node_id("n-1");
+    r->set_hostname("box");
+    r->set_data_rank(rank);
+  }
+  v1::GetJobResponse& response = script().get;
+  *response.mutable_job() = job;
+  v1::JobEvent* submitted = response.add_events();
+  *submitted->mutable_time() = At(kT0 - 300);
+  submitted->set_kind(v1::JOB_EVENT_KIND_SUBMITTED);
+  submitted->set_to_state(v1::JOB_STATE_QUEUED);
+  v1::JobEvent* exited = response.add_events();
+  *exited->mutable_time() = At(kT0 - 250);
+  exited->set_kind(v1::JOB_EVENT_KIND_RANK_EXITED);
+  exited->set_from_state(v1::JOB_STATE_RUNNING);
+  exited->set_to_state(v1::JOB_STATE_RESTARTING);
+  exited->set_generation(1);
+  exited->set_reason("rank 1 on n-1 exited with signal 9");
+
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-42", console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "Job:            j-42\n"
+            "Name:           fashion-mnist-mlp\n"
+            "State:          RUNNING (Running)\n"
+            "Priority:       0\n"
+            "Generation:     2 (1 restarts)\n"
+            "Submitted:      2026-11-18T11:01:40Z (5m ago)\n"
+            "Started:        2026-11-18T11:02:40Z\n"
+            "Ended:          -\n"
+            "\n"
+            "Spec:\n"
+            "  Model:        mlp, hidden [256, 128]\n"
+            "  Data:         SYNTHETIC, batch 128\n"
+            "  Training:     5 epochs\n"
+            "  Optimizer:    ADAMW, lr 0.001\n"
+            "  Precision:    FP32\n"
+            "  Parallelism:  data 2 x pipeline 1\n"
+            "  Resources:    1 node(s) x 2 rank(s), CPU, 2 cpu(s)/rank\n"
+            "  Restarts:     at most 2\n"
+            "\n"
+            "Placement: generation 2, 2 ranks on 1 node(s) x 2, data 2 x pipeline 1\n"
+            "RANK  NODE  HOSTNAME  LOCAL  NODE_RANK  DATA  STAGE  GPU\n"
+            "0     n-1   box       0      0          0     0      -\n"
+            "1     n-1   box       1      0          1     0      -\n"
+            "\n"
+            "Events:\n"
+            "TIME                  GEN  EVENT        STATE                  REASON\n"
+            "2026-11-18T11:01:40Z  0    SUBMITTED    UNSPECIFIED -> QUEUED  -\n"
+            "2026-11-18T11:02:30Z  1    RANK_EXITED  RUNNING -> RESTARTING  rank 1 on n-1 exited with signal 9\n");
+  ASSERT_EQ(calls().get.size(), 1u);
+  EXPECT_TRUE(calls().get[0].include_events());
+}
+
+TEST_F(CommandsTest, NotFoundNamesTheJob) {
+  script().get_status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no job \"j-42\"");
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-42", console_), kExitError);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(), "ringmaster: job j-42 not found\n");
+}
+
+TEST_F(CommandsTest, CancelSendsTheReasonAndSaysWhatHappened) {
+  *script().cancel.mutable_job() = MakeJob("j-42", "mlp", v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(RunCancel(*stub_, global_, {"j-42", "cancelled by alice: wrong lr"}, console_), kExitOk);
+  script().cancel.mutable_job()->set_state(v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(RunCancel(*stub_, global_, {"j-42", ""}, console_), kExitOk);
+  script().cancel.mutable_job()->set_state(v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(RunCancel(*stub_, global_, {"j-42", ""}, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "j-42 cancelling (RUNNING; its ranks are being stopped)\n"
+            "j-42 cancelled\n"
+            "j-42 already SUCCEEDED\n");
+  ASSERT_EQ(calls().cancel.size(), 3u);
+  EXPECT_EQ(calls().cancel[0].job_id(), "j-42");
+  EXPECT_EQ(calls().cancel[0].reason(), "cancelled by alice: wrong lr");
+}
+
+TEST_F(CommandsTest, NodesTable) {
+  v1::NodeInfo* a = script().list_nodes.add_nodes();
+  a->set_node_id("n-1");
+  a->set_hostname("gpu-a");
+  a->set_address("10.0.0.1:7000");
+  a->set_state(v1::NODE_STATE_READY);
+  for (int i = 0; i < 8; ++i) a->add_gpus()->set_index(i);
+  a->set_free_gpus(4);
+  a->set_cpu_slots(64);
+  a->set_free_cpu_slots(60);
+  (*a->mutable_labels())["rack"] = "a3";
+  (*a->mutable_labels())["zone"] = "z1";
+  a->add_allocations()->set_job_id("j-2");
+  a->set_worker_version("0.1.0");
+  v1::NodeInfo* b = script().list_nodes.add_nodes();
+  b->set_node_id("n-2");
+  b->set_hostname("cpu-b");
+  b->set_state(v1::NODE_STATE_LOST);
+  b->set_cpu_slots(4);
+  EXPECT_EQ(RunNodes(*stub_, global_, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "ID   HOSTNAME  ADDRESS        STATE  GPUS  CPUS   JOBS  LABELS           VERSION\n"
+            "n-1  gpu-a     10.0.0.1:7000  READY  4/8   60/64  j-2   rack=a3,zone=z1  0.1.0\n"
+            "n-2  cpu-b     -              LOST   0/0   0/4    -     -                -\n");
+}
+
+TEST_F(CommandsTest, CheckpointsTableAndJson) {
+  v1::CheckpointInfo* c = script().checkpoints.add_checkpoints();
+  c->set_job_id("j-42");
+  c->set_generation(1);
+  c->set_step(500);
+  c->set_path("/ckpt/j-42/step-500");
+  c->set_pipeline_stages(1);
+  c->add_shards();
+  c->set_complete(true);
+  c->set_total_bytes(int64_t{3} << 20);
+  *c->mutable_commit_time() = At(kT0 - 60);
+  EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-42", false}, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "STEP  GEN  COMPLETE  STAGES  SIZE     COMMITTED             PATH\n"
+            "500   1    yes       1/1     3.0 MiB  2026-11-18T11:05:40Z  /ckpt/j-42/step-500\n");
+  out_.str("");
+  global_.output = OutputFormat::kJson;
+  EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-42", true}, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "{\"checkpoints\":[{\"jobId\":\"j-42\",\"generation\":\"1\",\"step\":\"500\",\"path\":"
+            "\"/ckpt/j-42/step-500\",\"pipelineStages\":1,\"shards\":[{}],\"complete\":true,\"totalBytes\":"
+            "\"3145728\",\"commitTime\":\"2026-11-18T11:05:40Z\"}]}\n");
+  EXPECT_TRUE(calls().checkpoints[1].include_incomplete());
+}
+
+v1::LogLine* AddLine(v1::LogChunk* chunk, int rank, int64_t seconds, const std::string& text) {
+  v1::LogLine* line = chunk->add_lines();
+  line->set_rank(rank);
+  *line->mutable_time() = At(seconds);
+  line->set_text(text);
+  return line;
+}
+
+TEST_F(CommandsTest, LogsArePrefixedWithTheRankAndMergedByTime) {
+  v1::LogChunk first;
+  AddLine(&first, 1, kT0 + 2, "rank one, second");
+  AddLine(&first, 1, kT0 + 3, "rank one, third");
+  AddLine(&first, 0, kT0 + 1, "rank zero, first");
+  AddLine(&first, 0, kT0 + 3, "rank zero, also third");
+  v1::LogChunk second;
+  AddLine(&second, 0, kT0 + 4, "step 10 loss 0.5");
+  script().log_chunks = {first, second};
+  LogsOptions options;
+  options.job_id = "j-42";
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "[rank 0] rank zero, first\n"
+            "[rank 1] rank one, second\n"
+            "[rank 1] rank one, third\n"
+            "[rank 0] rank zero, also third\n"
+            "[rank 0] step 10 loss 0.5\n");
+  v1::StreamLogsRequest sent = calls().logs[0];
+  EXPECT_FALSE(sent.has_rank());
+  EXPECT_FALSE(sent.follow());
+}
+
+TEST_F(CommandsTest, LogsFollowOneRank) {
+  v1::LogChunk chunk;
+  AddLine(&chunk, 3, kT0, "hello");
+  script().log_chunks = {chunk};
+  LogsOptions options;
+  options.job_id = "j-42";
+  options.follow = true;
+  options.rank = 3;
+  options.tail_lines = 20;
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitOk);
+  EXPECT_EQ(out_.str(), "[rank 3] hello\n");
+  v1::StreamLogsRequest sent = calls().logs[0];
+  EXPECT_EQ(sent.job_id(), "j-42");
+  EXPECT_EQ(sent.rank(), 3);
+  EXPECT_TRUE(sent.follow());
+  EXPECT_EQ(sent.tail_lines(), 20);
+}
+
+TEST_F(CommandsTest, LogsOfAnUnknownJob) {
+  script().logs_status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no such job");
+  LogsOptions options;
+  options.job_id = "j-404";
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitError);
+  EXPECT_EQ(err_.str(), "ringmaster: job j-404 not found\n");
+}
+
+TEST_F(CommandsTest, UnreachableCoordinator) {
+  const std::string closed = ClosedAddress();
+  auto stub = v1::JobService::NewStub(grpc::CreateChannel(closed, grpc::InsecureChannelCredentials()));
+  global_.coordinator = closed;
+  EXPECT_EQ(RunNodes(*stub, global_, console_), kExitError);
+  EXPECT_EQ(RunJobs(*stub, global_, {}, console_), kExitError);
+  const std::string line = "ringmaster: cannot reach the coordinator at " + closed +
+                           " (connection refused); start one with `ringmaster local up`\n";
+  EXPECT_EQ(err_.str(), line + line);
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(CommandsTest, OtherErrorsPassTheServerMessage) {
+  script().list_nodes_status = grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "");
+  EXPECT_EQ(RunNodes(*stub_, global_, console_), kExitError);
+  script().cancel_status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "job j-1 is being cancelled");
+  EXPECT_EQ(RunCancel(*stub_, global_, {"j-1", ""}, console_), kExitError);
+  script().list_jobs_status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "store busy");
+  EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitError);
+  script().checkpoints_status = grpc::Status(grpc::StatusCode::INTERNAL, "disk on fire");
+  EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-1", false}, console_), kExitError);
+  EXPECT_EQ(err_.str(), "ringmaster: the coordinator at " + coordinator_.address() +
+                            " does not implement ListNodes\n"
+                            "ringmaster: job j-1 is being cancelled\n"
+                            "ringmaster: the coordinator at " +
+                            coordinator_.address() +
+                            " is unavailable: store busy (try again)\n"
+                            "ringmaster: ListCheckpoints: disk on fire (INTERNAL)\n");
+}
+
+}  // namespace
+}  // namespace ringmaster::client

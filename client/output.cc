@@ -1,0 +1,122 @@
+#include "client/output.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace ringmaster::client {
+
+Table::Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+
+void Table::AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+void Table::Render(std::ostream& out) const {
+  std::vector<size_t> widths;
+  for (const auto& row : rows_) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows_) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+void PrintJsonLine(const google::protobuf::Message& message, std::ostream& out) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = false;
+  // Cannot fail for messages of a linked-in descriptor pool.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  out << json << "\n";
+}
+
+namespace {
+
+std::string StripPrefix(const std::string& name, const char* prefix) {
+  if (absl::StartsWith(name, prefix)) return name.substr(std::string(prefix).size());
+  return name.empty() ? "UNKNOWN" : name;
+}
+
+}  // namespace
+
+std::string StateName(v1::JobState state) { return StripPrefix(v1::JobState_Name(state), "JOB_STATE_"); }
+
+std::string NodeStateName(v1::NodeState state) { return StripPrefix(v1::NodeState_Name(state), "NODE_STATE_"); }
+
+std::string EventKindName(v1::JobEventKind kind) {
+  return StripPrefix(v1::JobEventKind_Name(kind), "JOB_EVENT_KIND_");
+}
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+bool IsSet(const google::protobuf::Timestamp& t) { return t.seconds() != 0 || t.nanos() != 0; }
+
+std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
+  if (!IsSet(t)) return "-";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", FromProto(t), absl::UTCTimeZone());
+}
+
+std::string FormatAge(const google::protobuf::Timestamp& t, absl::Time now) {
+  if (!IsSet(t)) return "-";
+  const int64_t seconds = std::max<int64_t>(0, absl::ToInt64Seconds(now - FromProto(t)));
+  if (seconds < 60) return absl::StrCat(seconds, "s");
+  if (seconds < 3600) return absl::StrCat(seconds / 60, "m");
+  if (seconds < 86400) return absl::StrCat(seconds / 3600, "h");
+  return absl::StrCat(seconds / 86400, "d");
+}
+
+std::string FormatDurationShort(absl::Duration d) {
+  const int64_t seconds = std::max<int64_t>(0, absl::ToInt64Seconds(d));
+  if (seconds < 60) return absl::StrCat(seconds, "s");
+  if (seconds < 3600) return absl::StrFormat("%dm%02ds", seconds / 60, seconds % 60);
+  if (seconds < 86400) return absl::StrFormat("%dh%02dm", seconds / 3600, seconds % 3600 / 60);
+  return absl::StrFormat("%dd%02dh", seconds / 86400, seconds % 86400 / 3600);
+}
+
+std::string FormatBytes(int64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", value, units[unit]);
+}
+
+std::string FormatProgressCell(const v1::StepMetrics& progress) {
+  if (progress.total_steps() > 0) {
+    return absl::StrCat(progress.step(), "/", progress.total_steps(), " (",
+                        progress.step() * 100 / progress.total_steps(), "%)");
+  }
+  if (progress.step() > 0) return absl::StrCat(progress.step());
+  return "-";
+}
+
+std::string FormatRanks(const v1::Job& job) {
+  if (job.placement().world_size() > 0) return absl::StrCat(job.placement().world_size());
+  const v1::ResourceSpec& resources = job.spec().resources();
+  if (resources.has_nodes() && resources.has_ranks_per_node()) {
+    return absl::StrCat(resources.nodes() * resources.ranks_per_node());
+  }
+  return "-";
+}
+
+}  // namespace ringmaster::client

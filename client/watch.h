@@ -1,0 +1,32 @@
+#ifndef RINGMASTER_CLIENT_WATCH_H_
+#define RINGMASTER_CLIENT_WATCH_H_
+
+// Following a job to its end over JobService.WatchJob, surviving a
+// coordinator restart: when the stream breaks (UNAVAILABLE, or it ends before
+// the job does), the watcher waits for the coordinator with a GetJob that
+// waits for the connection (bounded by GlobalOptions::reconnect_timeout) and
+// reopens the stream after the last event it saw.
+
+#include <functional>
+#include <string>
+
+#include "client/cli.h"
+#include "grpcpp/support/status.h"
+#include "proto/job_service.grpc.pb.h"
+
+namespace ringmaster::client {
+
+struct WatchOutcome {
+  grpc::Status status;  // OK once the job is terminal
+  std::string rpc;      // the call that failed, for the error line
+  v1::Job job;          // the last state seen
+};
+
+// Calls `on_update` for every message (the job, and the events since the
+// previous message) until the job is terminal.
+WatchOutcome WatchToEnd(v1::JobService::StubInterface& stub, const GlobalOptions& global, const std::string& job_id,
+                        const std::function<void(const v1::WatchJobResponse&)>& on_update);
+
+}  // namespace ringmaster::client
+
+#endif  // RINGMASTER_CLIENT_WATCH_H_
