@@ -1,29 +1,286 @@
-// ringmaster-worker: the node agent's composition root.
+// ringmaster-worker: the node agent's composition root. It reads the flags,
+// builds the worker's parts in dependency order, serves until SIGINT/SIGTERM,
+// then stops the ranks (SIGTERM, SIGKILL after the grace period), reports
+// their exits, closes the session with the coordinator and exits 0.
 //
-// It reads its flags and configuration; the session with the coordinator, the
-// process supervisor and the trainer channel are built with issue #5. Until then
-// it exits 1 saying so, rather than pretending to serve.
+//   ringmaster-worker --coordinator HOST:PORT [--cpu-slots N] [--state-dir DIR]
+//                     [--listen-address HOST] [--metrics-listen HOST:PORT]
+//                     [--trainer PATH] [--heartbeat-interval SECONDS]
+//                     [--stop-grace-period SECONDS] [--label KEY=VALUE ...]
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/cli_flags.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
+#include "common/signals.h"
+#include "engine/gpu/gpu_info.h"
+#include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
+#include "worker/agent_server.h"
+#include "worker/coordinator_session.h"
+#include "worker/log_pusher.h"
+#include "worker/log_shipper.h"
+#include "worker/paths.h"
+#include "worker/process_control.h"
+#include "worker/process_supervisor.h"
+#include "worker/rank_launcher.h"
+#include "worker/worker_metrics.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"ringmaster-worker: runs the trainers of this node for the coordinator"};
-  ringmaster::CommonFlags common;
-  ringmaster::AddCommonFlags(app, &common);
+extern char** environ;
+
+namespace ringmaster::worker {
+namespace {
+
+struct Flags {
+  CommonFlags common;
   std::string coordinator = "127.0.0.1:50051";
   int cpu_slots = 0;
   std::string state_dir = "/var/lib/ringmaster/worker";
-  app.add_option("--coordinator", coordinator, "Coordinator address (host:port)")->capture_default_str();
-  app.add_option("--cpu-slots", cpu_slots, "Offer N CPU ranks instead of GPUs")->check(CLI::NonNegativeNumber);
-  app.add_option("--state-dir", state_dir, "Rank logs and scratch space")->capture_default_str();
+  std::string listen_address;
+  std::string metrics_listen = "127.0.0.1:0";
+  std::string trainer;
+  double heartbeat_interval = 0;
+  double stop_grace_period = 10;
+  double reconnect_initial = 0.5;
+  double reconnect_max = 30;
+  std::vector<std::string> labels;
+};
+
+int Fail(const std::string& message) {
+  spdlog::error("{}", message);
+  return 1;
+}
+
+std::string Hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string SelfExe() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : self.string();
+}
+
+// "host:port" / "[v6]:port" -> host, port. `port` is -1 when absent.
+absl::Status SplitHostPort(const std::string& address, std::string* host, int* port) {
+  *port = -1;
+  std::string rest = address;
+  if (!rest.empty() && rest.front() == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("bad address ", address));
+    *host = rest.substr(1, close - 1);
+    rest = rest.substr(close + 1);
+    if (rest.empty()) return absl::OkStatus();
+    if (rest.front() != ':') return absl::InvalidArgumentError(absl::StrCat("bad address ", address));
+    rest = rest.substr(1);
+  } else {
+    size_t colon = rest.rfind(':');
+    if (colon == std::string::npos || rest.find(':') != colon) {  // no port, or a bare IPv6 address
+      *host = rest;
+      return absl::OkStatus();
+    }
+    *host = rest.substr(0, colon);
+    rest = rest.substr(colon + 1);
+  }
+  if (!absl::SimpleAtoi(rest, port) || *port < 0 || *port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("bad port in ", address));
+  }
+  return absl::OkStatus();
+}
+
+// One worker per state directory: an flock held for the life of the process.
+absl::Status LockStateDir(const std::string& state_dir) {
+  const std::string path = state_dir + "/worker.lock";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot open ", path));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("another worker uses ", state_dir, " (", path, " is locked)"));
+  }
+  return absl::OkStatus();  // the descriptor stays open on purpose
+}
+
+absl::StatusOr<v1::NodeInfo> DescribeNode(const Flags& flags, const std::string& hostname, const std::string& address) {
+  v1::NodeInfo node;
+  node.set_hostname(hostname);
+  node.set_address(address);
+  node.set_worker_version(kVersion);
+  absl::StatusOr<engine::gpu::GpuDiscovery> discovery = engine::gpu::DiscoverGpus();
+  if (!discovery.ok()) return discovery.status();
+  for (const engine::gpu::GpuInfo& gpu : discovery->gpus) {
+    spdlog::info("GPU {}", engine::gpu::DescribeGpu(gpu));
+    v1::GpuInfo* out = node.add_gpus();
+    out->set_uuid(gpu.uuid);
+    out->set_name(gpu.name);
+    out->set_memory_bytes(static_cast<int64_t>(gpu.total_memory_bytes));
+    out->set_index(gpu.index);
+    out->set_pci_bus_id(gpu.pci_bus_id);
+    out->set_compute_capability_major(gpu.compute_capability_major);
+    out->set_compute_capability_minor(gpu.compute_capability_minor);
+  }
+  int cpu_slots = flags.cpu_slots;
+  if (discovery->gpus.empty()) {
+    if (cpu_slots == 0) cpu_slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    spdlog::info("no GPUs ({}): offering {} CPU slot(s)", discovery->reason, cpu_slots);
+  }
+  node.set_cpu_slots(cpu_slots);
+  for (const std::string& label : flags.labels) {
+    size_t eq = label.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--label ", label, ": expected KEY=VALUE"));
+    }
+    (*node.mutable_labels())[label.substr(0, eq)] = label.substr(eq + 1);
+  }
+  return node;
+}
+
+int Run(const Flags& flags) {
+  std::error_code ec;
+  const std::string state_dir = std::filesystem::absolute(flags.state_dir, ec).lexically_normal().string();
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) return Fail(absl::StrCat("cannot create --state-dir ", state_dir, ": ", ec.message()));
+  if (absl::Status s = LockStateDir(state_dir); !s.ok()) return Fail(std::string(s.message()));
+  const char* path_env = std::getenv("PATH");
+  absl::StatusOr<std::string> trainer = FindTrainer(flags.trainer, SelfExe(), path_env ? path_env : "");
+  if (!trainer.ok()) return Fail(std::string(trainer.status().message()));
+
+  const std::string hostname = Hostname();
+  const std::string address = flags.listen_address.empty() ? hostname : flags.listen_address;
+  std::string advertise_host;
+  int advertise_port;
+  if (absl::Status s = SplitHostPort(address, &advertise_host, &advertise_port); !s.ok()) {
+    return Fail(absl::StrCat("--listen-address: ", s.message()));
+  }
+  absl::StatusOr<v1::NodeInfo> node = DescribeNode(flags, hostname, address);
+  if (!node.ok()) return Fail(node.status().ToString());
+
+  MetricsRegistry registry;
+  absl::StatusOr<std::unique_ptr<WorkerMetrics>> metrics = WorkerMetrics::Create(&registry, hostname);
+  if (!metrics.ok()) return Fail(metrics.status().ToString());
+  (*metrics)->SetCapacity(node->gpus_size(), node->cpu_slots());
+  std::string metrics_host;
+  int metrics_port;
+  if (absl::Status s = SplitHostPort(flags.metrics_listen, &metrics_host, &metrics_port); !s.ok()) {
+    return Fail(absl::StrCat("--metrics-listen: ", s.message()));
+  }
+  MetricsHttpServer metrics_server(&registry);
+  if (absl::Status s = metrics_server.Start(metrics_host, std::max(metrics_port, 0)); !s.ok()) {
+    return Fail(s.ToString());
+  }
+  spdlog::info("metrics on http://{}/metrics", metrics_server.address());
+
+  BackoffOptions backoff;
+  backoff.initial = absl::Seconds(flags.reconnect_initial);
+  backoff.max = absl::Seconds(flags.reconnect_max);
+  std::shared_ptr<grpc::Channel> channel = CoordinatorChannel(flags.coordinator, backoff);
+  const std::string socket = AgentSocketPath(state_dir);
+
+  RealProcessControl control;
+  LogShipper shipper(Clock::Real());
+  std::unique_ptr<CoordinatorSession> session;  // set before any rank can start
+  ProcessSupervisor supervisor(&control, Clock::Real(), [&](const RankExit& exit) {
+    shipper.Finish(exit.job_id, exit.generation, exit.global_rank);
+    (*metrics)->RankExited(exit.job_id, exit.generation, exit.global_rank);
+    if (session != nullptr) session->ReportExit(exit);
+  });
+  RankLauncherOptions launcher_options;
+  launcher_options.state_dir = state_dir;
+  launcher_options.trainer_path = *trainer;
+  launcher_options.agent_socket = socket;
+  launcher_options.advertise_host = advertise_host;
+  for (char** e = environ; *e != nullptr; ++e) launcher_options.base_env.emplace_back(*e);
+  launcher_options.default_grace = absl::Seconds(flags.stop_grace_period);
+  RankLauncher launcher(&supervisor, &shipper, launcher_options);
+
+  CoordinatorSessionOptions session_options;
+  session_options.node = *node;
+  session_options.node_id_path = NodeIdPath(state_dir);
+  session_options.heartbeat_interval = absl::Seconds(flags.heartbeat_interval);
+  session_options.backoff = backoff;
+  session = std::make_unique<CoordinatorSession>(channel, &launcher, &supervisor, metrics->get(), session_options);
+
+  AgentServer agent(
+      &supervisor, metrics->get(), [&](const v1::RankProgress& progress) { session->ReportProgress(progress); },
+      channel, AgentServerOptions{socket});
+  if (absl::Status s = agent.Start(); !s.ok()) return Fail(s.ToString());
+  LogPusher pusher(
+      channel, &shipper, [&] { return session->node_id(); }, backoff);
+  (*metrics)->SetRanksRunningSource([&] { return static_cast<double>(supervisor.RunningCount()); });
+  (*metrics)->SetLogLinesDroppedSource([&] { return static_cast<double>(shipper.dropped_lines()); });
+
+  spdlog::info("worker {} on {} ({} GPU(s), {} CPU slot(s)); trainer {}; state in {}; coordinator {}", kVersion,
+               address, node->gpus_size(), node->cpu_slots(), *trainer, state_dir, flags.coordinator);
+  shipper.Start();
+  pusher.Start();
+  session->Start();
+
+  const int sig = WaitForShutdownSignal();
+  spdlog::info("signal {}: stopping {} rank(s), grace {}s", sig, supervisor.RunningCount(), flags.stop_grace_period);
+  supervisor.Shutdown(absl::Seconds(flags.stop_grace_period));  // every exit reported to the session
+  agent.Stop();
+  shipper.Close();
+  pusher.Stop(absl::Seconds(2));
+  session->Stop(absl::Seconds(5));
+  (*metrics)->SetRanksRunningSource(nullptr);
+  (*metrics)->SetLogLinesDroppedSource(nullptr);
+  metrics_server.Stop();
+  spdlog::info("worker stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringmaster::worker
+
+int main(int argc, char** argv) {
+  ringmaster::BlockShutdownSignals();  // before any thread starts
+  CLI::App app{"ringmaster-worker: runs the trainers of this node for the coordinator"};
+  ringmaster::worker::Flags flags;
+  ringmaster::AddCommonFlags(app, &flags.common);
+  app.add_option("--coordinator", flags.coordinator, "Coordinator address (host:port)")->capture_default_str();
+  app.add_option("--cpu-slots", flags.cpu_slots, "CPU slots to offer (default: none on a GPU node, else one per CPU)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--state-dir", flags.state_dir, "Rank logs, work directories and the trainers' socket")
+      ->capture_default_str();
+  app.add_option("--listen-address", flags.listen_address,
+                 "Address the node's ranks are reachable at, advertised to the coordinator (default: the hostname)");
+  app.add_option("--metrics-listen", flags.metrics_listen, "host:port of /metrics (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--trainer", flags.trainer, "ringmaster-trainer binary (default: beside this binary, else on PATH)");
+  app.add_option("--heartbeat-interval", flags.heartbeat_interval,
+                 "Seconds between heartbeats (default 0: the coordinator's interval)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stop-grace-period", flags.stop_grace_period,
+                 "Seconds ranks get between SIGTERM and SIGKILL at shutdown and for stop orders without one")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--reconnect-initial-backoff", flags.reconnect_initial,
+                 "Seconds before the first reconnection attempt")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--reconnect-max-backoff", flags.reconnect_max, "Longest wait between reconnection attempts, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--label", flags.labels, "Node label KEY=VALUE for node selectors (repeatable)");
   CLI11_PARSE(app, argc, argv);
-  if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, "worker"); !s.ok()) {
+  if (absl::Status s = ringmaster::SetupLoggingFromFlags(flags.common, "worker"); !s.ok()) {
     fmt::print(stderr, "ringmaster-worker: {}\n", std::string(s.message()));
     return 2;
   }
-  spdlog::error("the worker's session with the coordinator is not built yet (issue #5)");
-  return 1;
+  spdlog::flush_on(spdlog::level::info);  // a daemon's log file is read while it runs
+  return ringmaster::worker::Run(flags);
 }

@@ -346,10 +346,10 @@ TEST(GrpcStoreConnectTest, RejectsMissingTargetAndJob) {
 }
 
 // JoinWorld with RINGMASTER_RENDEZVOUS=grpc:ADDRESS: two ranks (threads) meet
-// through the fake service, scoped by RINGMASTER_JOB/RINGMASTER_GENERATION.
+// through the fake service, scoped by RINGMASTER_JOB_ID/RINGMASTER_GENERATION.
 TEST_F(GrpcStoreTest, JoinWorldOverTheGrpcRendezvous) {
   service_.set_current_generation(5);
-  ::setenv("RINGMASTER_JOB", "j-7", 1);
+  ::setenv("RINGMASTER_JOB_ID", "j-7", 1);
   ::setenv("RINGMASTER_GENERATION", "5", 1);
   std::vector<absl::Status> results(2);
   std::vector<std::thread> ranks;
@@ -377,17 +377,17 @@ TEST_F(GrpcStoreTest, JoinWorldOverTheGrpcRendezvous) {
 }
 
 TEST(JoinWorldGrpcTest, BadGenerationIsInvalidArgument) {
-  ::setenv("RINGMASTER_JOB", "j-7", 1);
+  ::setenv("RINGMASTER_JOB_ID", "j-7", 1);
   ::setenv("RINGMASTER_GENERATION", "three", 1);
   auto env = ResolveRankEnv(0, 2, 0, "grpc:unix:/nowhere.sock");
   ASSERT_TRUE(env.ok()) << env.status();
   auto group = JoinWorld(*env, absl::Seconds(1));
   EXPECT_EQ(group.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(group.status().message(), "RINGMASTER_GENERATION: expected an integer, got \"three\"");
-  ::unsetenv("RINGMASTER_JOB");
+  ::unsetenv("RINGMASTER_JOB_ID");
   ::setenv("RINGMASTER_GENERATION", "3", 1);
   group = JoinWorld(*env, absl::Seconds(1));
-  EXPECT_EQ(group.status().message(), "RINGMASTER_JOB: required with a grpc: rendezvous");
+  EXPECT_EQ(group.status().message(), "RINGMASTER_JOB_ID: required with a grpc: rendezvous");
 }
 
 }  // namespace

@@ -34,8 +34,8 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
 absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::FromEnv(int global_rank, absl::Duration interval) {
   const char* target = std::getenv("RINGMASTER_AGENT");
   if (target == nullptr || *target == '\0') return std::unique_ptr<AgentClient>();
-  const char* job = std::getenv("RINGMASTER_JOB");
-  if (job == nullptr || *job == '\0') return absl::InvalidArgumentError("RINGMASTER_JOB: required with RINGMASTER_AGENT");
+  const char* job = std::getenv("RINGMASTER_JOB_ID");
+  if (job == nullptr || *job == '\0') return absl::InvalidArgumentError("RINGMASTER_JOB_ID: required with RINGMASTER_AGENT");
   int64_t generation = 0;
   const char* gen = std::getenv("RINGMASTER_GENERATION");
   if (gen != nullptr && !absl::SimpleAtoi(gen, &generation)) {

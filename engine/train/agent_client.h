@@ -6,7 +6,7 @@
 // up, and the coordinator's request to stop down.
 //
 // Environment set by the worker: RINGMASTER_AGENT (a gRPC target, e.g.
-// unix:/var/lib/ringmaster/worker/agent.sock), RINGMASTER_JOB,
+// unix:/var/lib/ringmaster/worker/agent.sock), RINGMASTER_JOB_ID,
 // RINGMASTER_GENERATION. Without RINGMASTER_AGENT there is no worker (a
 // standalone run) and FromEnv returns nullptr.
 //

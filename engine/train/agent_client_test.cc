@@ -60,7 +60,7 @@ class AgentClientTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     setenv("RINGMASTER_AGENT", socket_.c_str(), 1);
-    setenv("RINGMASTER_JOB", "j-7", 1);
+    setenv("RINGMASTER_JOB_ID", "j-7", 1);
     setenv("RINGMASTER_GENERATION", "3", 1);
   }
   void TearDown() override {

@@ -36,14 +36,14 @@ absl::StatusOr<int64_t> EnvInt64(const char* name, int64_t fallback) {
 }
 
 // "grpc:ADDRESS": the RendezvousService at ADDRESS (the worker's socket,
-// unix:/path/agent.sock, or host:port), scoped by RINGMASTER_JOB (required)
+// unix:/path/agent.sock, or host:port), scoped by RINGMASTER_JOB_ID (required)
 // and RINGMASTER_GENERATION (default 0).
 absl::StatusOr<std::unique_ptr<dist::Store>> ConnectGrpcStore(const RankEnv& env) {
   dist::GrpcStoreOptions options;
   options.target = env.rendezvous.substr(5);
-  const char* job = std::getenv("RINGMASTER_JOB");
+  const char* job = std::getenv("RINGMASTER_JOB_ID");
   if (job == nullptr || *job == '\0') {
-    return absl::InvalidArgumentError("RINGMASTER_JOB: required with a grpc: rendezvous");
+    return absl::InvalidArgumentError("RINGMASTER_JOB_ID: required with a grpc: rendezvous");
   }
   options.job_id = job;
   ASSIGN_OR_RETURN(options.generation, EnvInt64("RINGMASTER_GENERATION", 0));

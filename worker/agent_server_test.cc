@@ -1,0 +1,375 @@
+// AgentServer on a Unix socket: forwarding to a fake coordinator
+// (RendezvousService, CheckpointService) with the scope filled and fenced,
+// deadlines and cancellation carried over, ReportMetrics to metrics and
+// progress.
+#include "worker/agent_server.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/metrics.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/agent_service.grpc.pb.h"
+#include "proto/checkpoint_service.grpc.pb.h"
+#include "proto/rendezvous_service.grpc.pb.h"
+#include "worker/fake_process_control.h"
+#include "worker/process_supervisor.h"
+#include "worker/test_util.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+using testing::WaitUntil;
+
+// The coordinator's side, recording what reaches it.
+class FakeRendezvous final : public v1::RendezvousService::Service, public v1::CheckpointService::Service {
+ public:
+  grpc::Status KvSet(grpc::ServerContext*, const v1::KvSetRequest* request, v1::KvSetResponse*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    scopes_.push_back(request->scope());
+    kv_[request->key()] = request->value();
+    return grpc::Status::OK;
+  }
+  grpc::Status KvGet(grpc::ServerContext*, const v1::KvGetRequest* request, v1::KvGetResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    scopes_.push_back(request->scope());
+    auto it = kv_.find(request->key());
+    response->set_found(it != kv_.end());
+    if (it != kv_.end()) response->set_value(it->second);
+    return grpc::Status::OK;
+  }
+  // Never finds the keys: waits until the call's deadline or cancellation.
+  grpc::Status KvWait(grpc::ServerContext* context, const v1::KvWaitRequest* request, v1::KvWaitResponse*) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      scopes_.push_back(request->scope());
+      waiting_ = true;
+      wait_had_deadline_ = context->deadline() != std::chrono::system_clock::time_point::max();
+    }
+    while (!context->IsCancelled() && std::chrono::system_clock::now() < context->deadline()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    wait_cancelled_ = context->IsCancelled();
+    waiting_ = false;
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "key 'k' was not set in time");
+  }
+  grpc::Status Commit(grpc::ServerContext*, const v1::CommitCheckpointRequest* request,
+                      v1::CommitCheckpointResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    commits_.push_back(*request);
+    if (request->files().empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "files: at least one");
+    response->mutable_checkpoint()->set_step(request->step());
+    return grpc::Status::OK;
+  }
+
+  std::vector<v1::RendezvousScope> scopes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return scopes_;
+  }
+  std::vector<v1::CommitCheckpointRequest> commits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return commits_;
+  }
+  bool waiting() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_;
+  }
+  bool wait_cancelled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return wait_cancelled_;
+  }
+  bool wait_had_deadline() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return wait_had_deadline_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<v1::RendezvousScope> scopes_;
+  std::map<std::string, std::string> kv_;
+  std::vector<v1::CommitCheckpointRequest> commits_;
+  bool waiting_ = false;
+  bool wait_cancelled_ = false;
+  bool wait_had_deadline_ = false;
+};
+
+v1::RendezvousScope Scope(const std::string& job, int64_t generation, int32_t rank) {
+  v1::RendezvousScope scope;
+  scope.set_job_id(job);
+  scope.set_generation(generation);
+  scope.set_rank(rank);
+  return scope;
+}
+
+class AgentServerTest : public ::testing::Test {
+ protected:
+  AgentServerTest() : supervisor_(&control_, Clock::Real(), [](const RankExit&) {}) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &coordinator_port_);
+    builder.RegisterService(static_cast<v1::RendezvousService::Service*>(&coordinator_));
+    builder.RegisterService(static_cast<v1::CheckpointService::Service*>(&coordinator_));
+    coordinator_server_ = builder.BuildAndStart();
+    metrics_ = *WorkerMetrics::Create(&registry_, "node-a");
+    // Job "j" runs generation 2, ranks 0 and 1, on this node.
+    std::vector<RankLaunch> launches;
+    for (int32_t rank : {0, 1}) {
+      RankLaunch launch;
+      launch.job_id = "j";
+      launch.generation = 2;
+      launch.global_rank = rank;
+      launch.process.path = "/fake/trainer";
+      launch.process.argv = {"/fake/trainer"};
+      launches.push_back(launch);
+    }
+    EXPECT_TRUE(supervisor_.Start(launches).status.ok());
+  }
+
+  ~AgentServerTest() override {
+    if (agent_ != nullptr) agent_->Stop();
+    supervisor_.Shutdown(absl::ZeroDuration());
+    coordinator_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  }
+
+  void StartAgent(const std::string& coordinator_address = "") {
+    auto channel = grpc::CreateChannel(
+        coordinator_address.empty() ? absl::StrCat("127.0.0.1:", coordinator_port_) : coordinator_address,
+        grpc::InsecureChannelCredentials());
+    agent_ = std::make_unique<AgentServer>(
+        &supervisor_, metrics_.get(),
+        [this](const v1::RankProgress& p) {
+          std::lock_guard<std::mutex> lock(mu_);
+          progress_.push_back(p);
+        },
+        channel, AgentServerOptions{dir_.Join("agent.sock")});
+    ASSERT_TRUE(agent_->Start().ok());
+    auto trainer = grpc::CreateChannel(agent_->target(), grpc::InsecureChannelCredentials());
+    rendezvous_ = v1::RendezvousService::NewStub(trainer);
+    checkpoints_ = v1::CheckpointService::NewStub(trainer);
+    agent_stub_ = v1::AgentService::NewStub(trainer);
+  }
+
+  static std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(10)) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    return context;
+  }
+
+  TempDir dir_;
+  FakeRendezvous coordinator_;
+  int coordinator_port_ = 0;
+  std::unique_ptr<grpc::Server> coordinator_server_;
+  FakeProcessControl control_;
+  ProcessSupervisor supervisor_;
+  MetricsRegistry registry_;
+  std::unique_ptr<WorkerMetrics> metrics_;
+  std::unique_ptr<AgentServer> agent_;
+  std::unique_ptr<v1::RendezvousService::Stub> rendezvous_;
+  std::unique_ptr<v1::CheckpointService::Stub> checkpoints_;
+  std::unique_ptr<v1::AgentService::Stub> agent_stub_;
+  std::mutex mu_;
+  std::vector<v1::RankProgress> progress_;
+};
+
+TEST_F(AgentServerTest, ForwardsKvSetAndKvGetToTheCoordinator) {
+  StartAgent();
+  v1::KvSetRequest set;
+  *set.mutable_scope() = Scope("j", 2, 0);
+  set.set_key("gloo/world/0");
+  set.set_value("address-of-rank-0");
+  v1::KvSetResponse set_response;
+  grpc::Status status = rendezvous_->KvSet(Context().get(), set, &set_response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  v1::KvGetRequest get;
+  *get.mutable_scope() = Scope("j", 2, 1);
+  get.set_key("gloo/world/0");
+  v1::KvGetResponse got;
+  status = rendezvous_->KvGet(Context().get(), get, &got);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(got.found());
+  EXPECT_EQ(got.value(), "address-of-rank-0");
+
+  std::vector<v1::RendezvousScope> scopes = coordinator_.scopes();
+  ASSERT_EQ(scopes.size(), 2u);
+  EXPECT_EQ(scopes[0].job_id(), "j");
+  EXPECT_EQ(scopes[0].generation(), 2);
+  EXPECT_EQ(scopes[1].rank(), 1);
+}
+
+TEST_F(AgentServerTest, FillsAnEmptyJobAndGeneration) {
+  StartAgent();
+  v1::KvSetRequest set;
+  *set.mutable_scope() = Scope("", 0, 1);
+  set.set_key("k");
+  v1::KvSetResponse response;
+  ASSERT_TRUE(rendezvous_->KvSet(Context().get(), set, &response).ok());
+  ASSERT_EQ(coordinator_.scopes().size(), 1u);
+  EXPECT_EQ(coordinator_.scopes()[0].job_id(), "j");
+  EXPECT_EQ(coordinator_.scopes()[0].generation(), 2);
+  EXPECT_EQ(coordinator_.scopes()[0].rank(), 1);
+}
+
+TEST_F(AgentServerTest, RejectsAnOlderGenerationWithoutAskingTheCoordinator) {
+  StartAgent();
+  v1::KvGetRequest get;
+  *get.mutable_scope() = Scope("j", 1, 0);
+  get.set_key("k");
+  v1::KvGetResponse response;
+  grpc::Status status = rendezvous_->KvGet(Context().get(), get, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(status.error_message(), "generation 1 is over; current is 2");
+
+  v1::KvSetRequest stranger;
+  *stranger.mutable_scope() = Scope("j", 2, 7);
+  v1::KvSetResponse set_response;
+  status = rendezvous_->KvSet(Context().get(), stranger, &set_response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("does not run on this node"));
+
+  v1::CommitCheckpointRequest commit;
+  commit.set_job_id("j");
+  commit.set_generation(1);
+  v1::CommitCheckpointResponse commit_response;
+  EXPECT_EQ(checkpoints_->Commit(Context().get(), commit, &commit_response).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(coordinator_.scopes().empty());
+  EXPECT_TRUE(coordinator_.commits().empty());
+}
+
+TEST_F(AgentServerTest, ForwardsCommitsAndPassesTheCoordinatorsErrorsThrough) {
+  StartAgent();
+  v1::CommitCheckpointRequest commit;
+  commit.set_job_id("j");
+  commit.set_generation(2);
+  commit.set_rank(0);
+  commit.set_step(100);
+  commit.add_files()->set_path("model.safetensors");
+  v1::CommitCheckpointResponse response;
+  grpc::Status status = checkpoints_->Commit(Context().get(), commit, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.checkpoint().step(), 100);
+
+  commit.clear_files();
+  status = checkpoints_->Commit(Context().get(), commit, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "files: at least one");
+}
+
+TEST_F(AgentServerTest, TheCallersDeadlineAndCancellationReachTheCoordinator) {
+  StartAgent();
+  v1::KvWaitRequest wait;
+  *wait.mutable_scope() = Scope("j", 2, 0);
+  wait.add_keys("k");
+  v1::KvWaitResponse response;
+  const absl::Time start = absl::Now();
+  grpc::Status status = rendezvous_->KvWait(Context(absl::Milliseconds(300)).get(), wait, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(coordinator_.wait_had_deadline());
+
+  // A trainer that gives up (or dies) cancels the coordinator's wait.
+  grpc::ClientContext context;
+  std::thread caller([&] { rendezvous_->KvWait(&context, wait, &response); });
+  ASSERT_TRUE(WaitUntil([&] { return coordinator_.waiting(); }));
+  context.TryCancel();
+  caller.join();
+  ASSERT_TRUE(WaitUntil([&] { return !coordinator_.waiting(); }));
+  EXPECT_TRUE(coordinator_.wait_cancelled());
+}
+
+TEST_F(AgentServerTest, AnUnreachableCoordinatorIsUnavailable) {
+  StartAgent("127.0.0.1:1");
+  v1::KvSetRequest set;
+  *set.mutable_scope() = Scope("j", 2, 0);
+  set.set_key("k");
+  v1::KvSetResponse response;
+  EXPECT_EQ(rendezvous_->KvSet(Context().get(), set, &response).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(AgentServerTest, ReportMetricsFeedsMetricsAndProgressAndTellsOldRanksToStop) {
+  StartAgent();
+  v1::ReportMetricsRequest report;
+  report.set_job_id("j");
+  report.set_generation(2);
+  report.set_global_rank(1);
+  report.mutable_metrics()->set_step(42);
+  report.mutable_metrics()->set_loss(0.5);
+  v1::ReportMetricsResponse response;
+  grpc::Status status = agent_stub_->ReportMetrics(Context().get(), report, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(response.stop());
+  EXPECT_THAT(registry_.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",rank=\"1\",node=\"node-a\"} 42"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ASSERT_EQ(progress_.size(), 1u);
+    EXPECT_EQ(progress_[0].job_id(), "j");
+    EXPECT_EQ(progress_[0].generation(), 2);
+    EXPECT_EQ(progress_[0].global_rank(), 1);
+    EXPECT_EQ(progress_[0].metrics().step(), 42);
+  }
+
+  report.set_generation(1);
+  ASSERT_TRUE(agent_stub_->ReportMetrics(Context().get(), report, &response).ok());
+  EXPECT_TRUE(response.stop());
+
+  report.set_generation(2);
+  supervisor_.Stop("j", 2, {1}, absl::Seconds(30));  // being stopped: told to exit
+  ASSERT_TRUE(agent_stub_->ReportMetrics(Context().get(), report, &response).ok());
+  EXPECT_TRUE(response.stop());
+
+  report.set_job_id("other");
+  EXPECT_EQ(agent_stub_->ReportMetrics(Context().get(), report, &response).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(progress_.size(), 1u);
+}
+
+TEST_F(AgentServerTest, TheSocketIsPrivateReplacesAStaleOneAndIsRemovedAtStop) {
+  testing::WriteFile(dir_.Join("not-a-socket"), "x");
+  AgentServer blocked(&supervisor_, nullptr, nullptr,
+                      grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                      AgentServerOptions{dir_.Join("not-a-socket")});
+  EXPECT_EQ(blocked.Start().code(), absl::StatusCode::kFailedPrecondition);
+  AgentServer too_long(&supervisor_, nullptr, nullptr,
+                       grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                       AgentServerOptions{dir_.Join(std::string(120, 'x'))});
+  EXPECT_EQ(too_long.Start().code(), absl::StatusCode::kInvalidArgument);
+
+  StartAgent();
+  struct stat st;
+  ASSERT_EQ(stat(dir_.Join("agent.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  agent_->Stop();
+  EXPECT_FALSE(testing::FileExists(dir_.Join("agent.sock")));
+
+  // A socket file left behind by a worker that died is replaced.
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", dir_.Join("agent.sock").c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  close(fd);
+  ASSERT_TRUE(testing::FileExists(dir_.Join("agent.sock")));
+  StartAgent();
+  v1::KvSetRequest set;
+  *set.mutable_scope() = Scope("j", 2, 0);
+  v1::KvSetResponse response;
+  EXPECT_TRUE(rendezvous_->KvSet(Context().get(), set, &response).ok());
+}
+
+}  // namespace
+}  // namespace ringmaster::worker

@@ -1,0 +1,416 @@
+#include "worker/coordinator_session.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "spdlog/spdlog.h"
+#include "worker/grpc_status.h"
+#include "worker/proto_time.h"
+
+namespace ringmaster::worker {
+namespace {
+
+constexpr absl::Duration kDefaultHeartbeat = absl::Seconds(5);
+// After WritesDone, how long the coordinator gets to end the stream.
+constexpr absl::Duration kCloseTimeout = absl::Seconds(1);
+
+std::string ReadNodeId(const std::string& path) {
+  if (path.empty()) return "";
+  std::ifstream in(path);
+  std::string id;
+  std::getline(in, id);
+  return std::string(absl::StripAsciiWhitespace(id));
+}
+
+void WriteNodeId(const std::string& path, const std::string& id) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << id << "\n";
+    if (!out.good()) {
+      spdlog::warn("cannot write the node id to {}", tmp);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) spdlog::warn("cannot write the node id to {}: {}", path, ec.message());
+}
+
+// Errors after which retrying the same exit report cannot help.
+bool Permanent(grpc::StatusCode code) {
+  return code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::PERMISSION_DENIED ||
+         code == grpc::StatusCode::UNIMPLEMENTED || code == grpc::StatusCode::UNAUTHENTICATED;
+}
+
+v1::RunningRank ToRunningRank(const RunningRankInfo& r) {
+  v1::RunningRank out;
+  out.set_job_id(r.job_id);
+  out.set_generation(r.generation);
+  out.set_global_rank(r.global_rank);
+  out.set_pid(r.pid);
+  *out.mutable_start_time() = ToProtoTime(r.start_time);
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  const int initial_ms = static_cast<int>(absl::ToInt64Milliseconds(backoff.initial));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial_ms);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial_ms);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(backoff.max)));
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+CoordinatorSession::CoordinatorSession(std::shared_ptr<grpc::Channel> channel, RankLauncher* launcher,
+                                       ProcessSupervisor* supervisor, WorkerMetrics* metrics,
+                                       CoordinatorSessionOptions options)
+    : stub_(v1::NodeService::NewStub(channel)),
+      launcher_(launcher),
+      supervisor_(supervisor),
+      metrics_(metrics),
+      options_(std::move(options)) {
+  node_id_ = options_.node.node_id().empty() ? ReadNodeId(options_.node_id_path) : options_.node.node_id();
+}
+
+CoordinatorSession::~CoordinatorSession() { Stop(absl::ZeroDuration()); }
+
+void CoordinatorSession::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  session_thread_ = std::thread([this] { SessionLoop(); });
+  exit_thread_ = std::thread([this] { ExitLoop(); });
+}
+
+void CoordinatorSession::Stop(absl::Duration drain_timeout) {
+  // First the exit reports, while the session is still open.
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!exits_stopping_) {
+    exits_stopping_ = true;
+    exits_deadline_ = absl::Now() + drain_timeout;
+  }
+  exits_cv_.notify_all();
+  if (exit_thread_.joinable()) {
+    if (!exits_cv_.wait_until(lock, absl::ToChronoTime(exits_deadline_ + absl::Milliseconds(100)),
+                              [&] { return exit_thread_done_; }) &&
+        exit_call_ != nullptr) {
+      exit_call_->TryCancel();  // a report in flight past the deadline
+    }
+    lock.unlock();
+    exit_thread_.join();
+    lock.lock();
+  }
+  // Then the session: the writer ends the stream; a call stuck in flight is cancelled.
+  stopping_ = true;
+  cv_.notify_all();
+  if (session_thread_.joinable()) {
+    if (!cv_.wait_for(lock, absl::ToChronoNanoseconds(2 * kCloseTimeout), [&] { return session_thread_done_; }) &&
+        active_call_ != nullptr) {
+      active_call_->TryCancel();
+    }
+    lock.unlock();
+    session_thread_.join();
+  }
+}
+
+void CoordinatorSession::ReportExit(const RankExit& exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_.erase(RankKey{exit.job_id, exit.generation, exit.global_rank});
+  if (exits_.size() >= options_.max_pending_exits) {
+    const RankExit& dropped = exits_.front();
+    spdlog::error("too many exit reports pending: dropping the one of job {} generation {} rank {}", dropped.job_id,
+                  dropped.generation, dropped.global_rank);
+    exits_.pop_front();
+  }
+  exits_.push_back(exit);
+  exits_cv_.notify_all();
+}
+
+void CoordinatorSession::ReportProgress(const v1::RankProgress& progress) {
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_[RankKey{progress.job_id(), progress.generation(), progress.global_rank()}] = progress;
+  cv_.notify_all();
+}
+
+std::string CoordinatorSession::node_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_id_;
+}
+
+bool CoordinatorSession::connected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return connected_;
+}
+
+int64_t CoordinatorSession::sessions_opened() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_opened_;
+}
+
+size_t CoordinatorSession::pending_exits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exits_.size();
+}
+
+bool CoordinatorSession::SleepFor(absl::Duration d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, absl::ToChronoNanoseconds(d), [&] { return stopping_; });
+  return !stopping_;
+}
+
+void CoordinatorSession::SetNodeId(const std::string& node_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (node_id_ == node_id) return;
+    node_id_ = node_id;
+    exits_cv_.notify_all();  // reports were waiting for an id
+  }
+  WriteNodeId(options_.node_id_path, node_id);
+}
+
+void CoordinatorSession::SessionLoop() {
+  Backoff backoff(options_.backoff);
+  while (true) {
+    bool got_lease = false;
+    absl::Status status = RunSession(&got_lease);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = false;
+      if (stopping_) break;
+    }
+    if (metrics_ != nullptr) metrics_->SetConnected(false);
+    if (got_lease) backoff.Reset();
+    const absl::Duration delay = backoff.Next();
+    if (status.code() == absl::StatusCode::kNotFound || status.code() == absl::StatusCode::kFailedPrecondition) {
+      spdlog::warn("the coordinator does not know this session ({}): registering again in {}", status.ToString(),
+                   absl::FormatDuration(delay));
+    } else {
+      spdlog::warn("coordinator session ended ({}): reconnecting in {}", status.ToString(),
+                   absl::FormatDuration(delay));
+    }
+    if (!SleepFor(delay)) break;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  session_thread_done_ = true;
+  cv_.notify_all();
+}
+
+absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* heartbeat_interval) {
+  v1::RegisterNodeRequest request;
+  *request.mutable_node() = options_.node;
+  request.mutable_node()->set_node_id(node_id());
+  for (const RunningRankInfo& r : supervisor_->Running()) *request.add_running_ranks() = ToRunningRank(r);
+  v1::RegisterNodeResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::CancelledError("stopping");
+    active_call_ = &context;
+  }
+  grpc::Status status = stub_->Register(&context, request, &response);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_call_ = nullptr;
+  }
+  if (!status.ok()) return ToAbslStatus(status);
+  SetNodeId(response.node_id());
+  *session_id = response.session_id();
+  absl::Duration interval = options_.heartbeat_interval;
+  const absl::Duration lease = FromProtoDuration(response.lease_duration());
+  if (interval <= absl::ZeroDuration()) interval = FromProtoDuration(response.heartbeat_interval());
+  if (interval <= absl::ZeroDuration()) interval = lease > absl::ZeroDuration() ? lease / 3 : kDefaultHeartbeat;
+  if (lease > absl::ZeroDuration()) interval = std::min(interval, lease / 3);
+  *heartbeat_interval = interval;
+  spdlog::info("registered with the coordinator as node {} (session {}, {} running rank(s), heartbeat every {})",
+               response.node_id(), response.session_id(), request.running_ranks_size(), absl::FormatDuration(interval));
+  for (const v1::StopRanks& stop : response.stop()) launcher_->Stop(stop);
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorSession::RunSession(bool* got_lease) {
+  int64_t session_id = 0;
+  absl::Duration interval;
+  if (absl::Status s = Register(&session_id, &interval); !s.ok()) return s;
+
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::CancelledError("stopping");
+    active_call_ = &context;
+    reader_done_ = false;
+    outbox_.clear();  // answers meant for the previous session
+  }
+  stream = stub_->Session(&context);
+  v1::WorkerMessage open;
+  open.mutable_open()->set_node_id(node_id());
+  open.mutable_open()->set_session_id(session_id);
+  bool ok = stream->Write(open);
+  bool closing = false;  // Stop() ended the session
+  std::thread reader;
+  if (ok) {
+    reader = std::thread([&] { ReadLoop(stream.get(), got_lease); });
+    bool reconnect;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = true;
+      reconnect = sessions_opened_++ > 0;
+    }
+    if (metrics_ != nullptr) {
+      metrics_->SetConnected(true);
+      if (reconnect) metrics_->CountReconnect();
+    }
+    absl::Time next_heartbeat = absl::Now();
+    while (ok) {
+      std::vector<v1::WorkerMessage> batch;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_until(lock, absl::ToChronoTime(next_heartbeat),
+                       [&] { return stopping_ || reader_done_ || !outbox_.empty() || !progress_.empty(); });
+        if (stopping_) closing = true;
+        if (stopping_ || reader_done_) break;
+        for (; !outbox_.empty(); outbox_.pop_front()) batch.push_back(std::move(outbox_.front()));
+        for (auto& [key, progress] : progress_) *batch.emplace_back().mutable_progress() = std::move(progress);
+        progress_.clear();
+      }
+      if (absl::Now() >= next_heartbeat) {
+        batch.push_back(HeartbeatMessage());
+        next_heartbeat = absl::Now() + interval;
+      }
+      for (const v1::WorkerMessage& message : batch) {
+        if (!(ok = stream->Write(message))) break;
+      }
+    }
+    if (closing && ok) {
+      stream->WritesDone();
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(kCloseTimeout), [&] { return reader_done_; });
+    }
+  }
+  bool server_closed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    server_closed = reader_done_;
+  }
+  // Stopping: end the reader if the coordinator did not close the stream. In
+  // every other case the call is over already (a failed Write means so), and
+  // Finish returns the coordinator's status rather than CANCELLED.
+  if (closing && !server_closed) context.TryCancel();
+  if (reader.joinable()) reader.join();
+  grpc::Status status = stream->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_call_ = nullptr;
+    if (stopping_) return absl::OkStatus();
+  }
+  if (status.ok()) return absl::UnavailableError("the coordinator closed the session");
+  return ToAbslStatus(status);
+}
+
+void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream,
+                                  bool* got_lease) {
+  v1::CoordinatorMessage message;
+  while (stream->Read(&message)) {
+    switch (message.kind_case()) {
+      case v1::CoordinatorMessage::kLease:
+        *got_lease = true;
+        break;
+      case v1::CoordinatorMessage::kStart: {
+        v1::WorkerMessage answer;
+        *answer.mutable_start_result() = launcher_->Start(message.start());
+        std::lock_guard<std::mutex> lock(mu_);
+        outbox_.push_back(std::move(answer));
+        cv_.notify_all();
+        break;
+      }
+      case v1::CoordinatorMessage::kStop:
+        launcher_->Stop(message.stop());
+        break;
+      default:
+        spdlog::warn("ignoring a coordinator message of unknown kind {}", static_cast<int>(message.kind_case()));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  reader_done_ = true;
+  cv_.notify_all();
+}
+
+v1::WorkerMessage CoordinatorSession::HeartbeatMessage() const {
+  v1::WorkerMessage message;
+  v1::Heartbeat* heartbeat = message.mutable_heartbeat();
+  *heartbeat->mutable_time() = ToProtoTime(absl::Now());
+  for (const RunningRankInfo& r : supervisor_->Running()) *heartbeat->add_running_ranks() = ToRunningRank(r);
+  return message;
+}
+
+void CoordinatorSession::ExitLoop() {
+  Backoff backoff(options_.backoff);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto done = absl::MakeCleanup([&] {
+    exit_thread_done_ = true;
+    exits_cv_.notify_all();
+  });
+  while (true) {
+    exits_cv_.wait(lock, [&] { return exits_stopping_ || (!exits_.empty() && !node_id_.empty()); });
+    if (exits_.empty()) {
+      if (exits_stopping_) return;
+      continue;
+    }
+    if (exits_stopping_ && (node_id_.empty() || absl::Now() >= exits_deadline_)) {
+      spdlog::warn("{} exit report(s) not delivered to the coordinator", exits_.size());
+      return;
+    }
+    const RankExit exit = exits_.front();
+    v1::ReportRankExitRequest request;
+    request.set_node_id(node_id_);
+    request.set_job_id(exit.job_id);
+    request.set_generation(exit.generation);
+    request.set_global_rank(exit.global_rank);
+    request.set_exit_code(exit.exit_code);
+    request.set_signal(exit.signal);
+    request.set_stopped_by_worker(exit.stopped_by_worker);
+    request.set_stderr_tail(exit.log_tail);
+    *request.mutable_time() = ToProtoTime(exit.time);
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+    exit_call_ = &context;
+    lock.unlock();
+    v1::ReportRankExitResponse response;
+    grpc::Status status = stub_->ReportRankExit(&context, request, &response);
+    lock.lock();
+    exit_call_ = nullptr;
+    exits_cv_.notify_all();
+    if (status.ok() || Permanent(status.error_code())) {
+      if (!status.ok()) {
+        spdlog::error("the coordinator refused the exit report of job {} rank {}: {}", exit.job_id, exit.global_rank,
+                      status.error_message());
+      }
+      if (!exits_.empty()) exits_.pop_front();
+      backoff.Reset();
+      continue;
+    }
+    const absl::Duration delay = backoff.Next();
+    spdlog::warn("cannot report the exit of job {} rank {} ({}): retrying in {}", exit.job_id, exit.global_rank,
+                 status.error_message(), absl::FormatDuration(delay));
+    const absl::Time retry_at = absl::Now() + delay;
+    while (true) {  // Stop may bring the deadline closer
+      const absl::Time until = std::min(retry_at, exits_deadline_);
+      if (absl::Now() >= until) break;
+      exits_cv_.wait_until(lock, absl::ToChronoTime(until));
+    }
+  }
+}
+
+}  // namespace ringmaster::worker

@@ -1,0 +1,144 @@
+#ifndef RINGMASTER_WORKER_COORDINATOR_SESSION_H_
+#define RINGMASTER_WORKER_COORDINATOR_SESSION_H_
+
+// CoordinatorSession: the worker's gRPC client of NodeService (an adapter:
+// the decisions are the RankLauncher's and the ProcessSupervisor's).
+//
+//   - Register (hostname, address, GPUs or CPU slots, labels, and the ranks
+//     still running, so that a restarted coordinator can adopt them), then
+//     the Session stream: `open`, a heartbeat at once and every interval
+//     (the flag's, else the coordinator's heartbeat_interval, at most a third
+//     of the lease), the StartRanksResult of every StartRanks, and the ranks'
+//     progress (the latest report per rank; older ones are coalesced).
+//   - StartRanks / StopRanks coming down the stream go to the RankLauncher,
+//     on the stream's reader thread (starting a rank takes milliseconds).
+//   - Whenever the stream ends (coordinator restarted, network, a session the
+//     coordinator no longer knows: NOT_FOUND / FAILED_PRECONDITION) the worker
+//     registers again, after an exponential backoff with jitter that resets
+//     once a session got a lease. Ranks keep running meanwhile.
+//   - ReportRankExit for every exit, in order, on its own thread, retried
+//     with backoff while the coordinator cannot be reached.
+// The node id the coordinator assigns is kept in node_id_path, so a restarted
+// worker presents it again.
+//
+// Thread-safe. Threads: the session thread (register, write), one reader per
+// stream, the exit reporter.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/node_service.grpc.pb.h"
+#include "worker/backoff.h"
+#include "worker/process_supervisor.h"
+#include "worker/rank_launcher.h"
+#include "worker/worker_metrics.h"
+
+namespace ringmaster::worker {
+
+struct CoordinatorSessionOptions {
+  // What the worker registers: hostname, address, gpus, cpu_slots, labels,
+  // worker_version (node_id: see node_id_path).
+  v1::NodeInfo node;
+  // Where the node id is kept between runs; empty: not kept.
+  std::string node_id_path;
+  // Zero: the coordinator's interval.
+  absl::Duration heartbeat_interval = absl::ZeroDuration();
+  // Deadline of Register and ReportRankExit calls.
+  absl::Duration rpc_timeout = absl::Seconds(10);
+  BackoffOptions backoff;
+  // Exit reports kept while the coordinator is away; beyond, the oldest go.
+  size_t max_pending_exits = 4096;
+};
+
+// A channel to the coordinator at `address` whose own reconnection follows
+// `backoff` (gRPC's default waits up to 120 s), with keepalive pings so that a
+// dead coordinator or network is noticed within ~20 s even when idle.
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff);
+
+class CoordinatorSession {
+ public:
+  // `launcher` and `supervisor` must outlive the session; `metrics` may be null.
+  CoordinatorSession(std::shared_ptr<grpc::Channel> channel, RankLauncher* launcher, ProcessSupervisor* supervisor,
+                     WorkerMetrics* metrics, CoordinatorSessionOptions options);
+  ~CoordinatorSession();
+  CoordinatorSession(const CoordinatorSession&) = delete;
+  CoordinatorSession& operator=(const CoordinatorSession&) = delete;
+
+  // Starts the session and exit-reporter threads.
+  void Start();
+  // Queues a ReportRankExit. Never blocks.
+  void ReportExit(const RankExit& exit);
+  // Relays a rank's step metrics on the session. Never blocks.
+  void ReportProgress(const v1::RankProgress& progress);
+  // Waits at most `drain_timeout` for queued exit reports to be delivered,
+  // then closes the session (the stream's writes end) and joins every thread.
+  // Idempotent.
+  void Stop(absl::Duration drain_timeout = absl::Seconds(5));
+
+  std::string node_id() const;
+  bool connected() const;
+  // Sessions opened so far (the first, then one per reconnection).
+  int64_t sessions_opened() const;
+  size_t pending_exits() const;
+
+ private:
+  using RankKey = std::tuple<std::string, int64_t, int32_t>;
+
+  void SessionLoop();
+  // One registration and the stream that follows, until it ends. Sets
+  // *got_lease when the coordinator granted a lease on it.
+  absl::Status RunSession(bool* got_lease);
+  absl::Status Register(int64_t* session_id, absl::Duration* heartbeat_interval);
+  void ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream, bool* got_lease);
+  void ExitLoop();
+  v1::WorkerMessage HeartbeatMessage() const;
+  void SetNodeId(const std::string& node_id);
+  // Waits on cv_ until `d` passes or Stop; false when stopping.
+  bool SleepFor(absl::Duration d);
+
+  const std::unique_ptr<v1::NodeService::Stub> stub_;
+  RankLauncher* const launcher_;
+  ProcessSupervisor* const supervisor_;
+  WorkerMetrics* const metrics_;
+  const CoordinatorSessionOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool started_ = false;
+  bool session_thread_done_ = false;
+  std::string node_id_;
+  bool connected_ = false;
+  int64_t sessions_opened_ = 0;
+  // The call in flight on the session thread, cancelled by Stop.
+  grpc::ClientContext* active_call_ = nullptr;
+  // Stream state, for the session thread's writer loop.
+  bool reader_done_ = false;
+  std::deque<v1::WorkerMessage> outbox_;
+  std::map<RankKey, v1::RankProgress> progress_;
+
+  // Exit reporting.
+  std::condition_variable exits_cv_;
+  std::deque<RankExit> exits_;
+  bool exits_stopping_ = false;
+  absl::Time exits_deadline_ = absl::InfiniteFuture();
+  grpc::ClientContext* exit_call_ = nullptr;
+  bool exit_thread_done_ = false;
+
+  std::thread session_thread_;
+  std::thread exit_thread_;
+};
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_WORKER_COORDINATOR_SESSION_H_

@@ -1,0 +1,295 @@
+// CoordinatorSession (and LogPusher) against an in-process fake NodeService:
+// registration, heartbeats, StartRanks/StopRanks running real /bin/sh
+// "trainers", exit reports, logs, progress, reconnection after a coordinator
+// restart, re-registration for an unknown session.
+#include "worker/coordinator_session.h"
+
+#include <signal.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/fake_node_service.h"
+#include "worker/log_pusher.h"
+#include "worker/log_shipper.h"
+#include "worker/paths.h"
+#include "worker/process_control.h"
+#include "worker/process_supervisor.h"
+#include "worker/proto_time.h"
+#include "worker/rank_launcher.h"
+#include "worker/test_util.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::FakeCoordinator;
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WaitUntil;
+using testing::WriteScript;
+
+// The fake trainer: says hello, keeps its environment, then behaves as
+// $MODE says (from StartRanks.env): "exit3" for rank 1, otherwise sleeps.
+constexpr char kTrainer[] = R"(
+echo "rank $RINGMASTER_RANK starting with $*"
+env > "$PWD/env.txt"
+if [ "$MODE" = exit3 ] && [ "$RINGMASTER_RANK" = 1 ]; then echo "boom" >&2; exit 3; fi
+exec sleep 60
+)";
+
+v1::CoordinatorMessage StartOrder(const std::string& job, int64_t generation, std::vector<int32_t> ranks,
+                                  const std::string& mode = "sleep") {
+  v1::CoordinatorMessage message;
+  v1::StartRanks* start = message.mutable_start();
+  start->set_job_id(job);
+  start->set_generation(generation);
+  start->mutable_placement()->set_generation(generation);
+  start->mutable_placement()->set_world_size(static_cast<int32_t>(ranks.size()));
+  for (int32_t r : ranks) {
+    v1::RankAssignment* a = start->mutable_placement()->add_ranks();
+    a->set_global_rank(r);
+    a->set_local_rank(r);
+    start->add_global_ranks(r);
+  }
+  start->mutable_spec()->set_name("tiny");
+  (*start->mutable_env())["MODE"] = mode;
+  return message;
+}
+
+v1::StopRanks StopOrder(const std::string& job, int64_t generation, absl::Duration grace) {
+  v1::StopRanks stop;
+  stop.set_job_id(job);
+  stop.set_generation(generation);
+  *stop.mutable_grace_period() = ToProtoDuration(grace);
+  stop.set_reason("test");
+  return stop;
+}
+
+class SessionTest : public ::testing::Test {
+ protected:
+  SessionTest()
+      : coordinator_(std::make_unique<FakeCoordinator>()),
+        shipper_(Clock::Real(), ShipperOptions()),
+        supervisor_(&control_, Clock::Real(), [this](const RankExit& exit) {
+          shipper_.Finish(exit.job_id, exit.generation, exit.global_rank);
+          session_->ReportExit(exit);
+        }) {
+    RankLauncherOptions launcher_options;
+    launcher_options.state_dir = dir_.path();
+    launcher_options.trainer_path = WriteScript(dir_.Join("trainer.sh"), kTrainer);
+    launcher_options.agent_socket = AgentSocketPath(dir_.path());
+    launcher_options.base_env = {"PATH=/usr/bin:/bin"};
+    launcher_ = std::make_unique<RankLauncher>(&supervisor_, &shipper_, launcher_options);
+
+    backoff_.initial = absl::Milliseconds(50);
+    backoff_.max = absl::Milliseconds(200);
+    channel_ = CoordinatorChannel(coordinator_->address(), backoff_);
+    CoordinatorSessionOptions options;
+    options.node.set_hostname("test-host");
+    options.node.set_address("test-host");
+    options.node.set_cpu_slots(2);
+    options.node.set_worker_version("test");
+    options.node_id_path = NodeIdPath(dir_.path());
+    options.backoff = backoff_;
+    options.rpc_timeout = absl::Seconds(2);
+    session_ = std::make_unique<CoordinatorSession>(channel_, launcher_.get(), &supervisor_, nullptr, options);
+  }
+
+  ~SessionTest() override {
+    supervisor_.Shutdown(absl::ZeroDuration());
+    session_->Stop(absl::Milliseconds(500));
+  }
+
+  static LogShipperOptions ShipperOptions() {
+    LogShipperOptions options;
+    options.poll_interval = absl::Milliseconds(20);
+    return options;
+  }
+
+  testing::FakeNodeService& fake() { return coordinator_->service(); }
+
+  bool WaitForExit(const std::string& job, int32_t rank, v1::ReportRankExitRequest* out = nullptr) {
+    return WaitUntil([&] {
+      for (const v1::ReportRankExitRequest& e : fake().exits()) {
+        if (e.job_id() == job && e.global_rank() == rank) {
+          if (out != nullptr) *out = e;
+          return true;
+        }
+      }
+      return false;
+    });
+  }
+
+  TempDir dir_;
+  std::unique_ptr<FakeCoordinator> coordinator_;
+  RealProcessControl control_;
+  LogShipper shipper_;
+  ProcessSupervisor supervisor_;
+  std::unique_ptr<RankLauncher> launcher_;
+  BackoffOptions backoff_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<CoordinatorSession> session_;
+};
+
+TEST_F(SessionTest, RegistersThenHeartbeatsAtTheCoordinatorsInterval) {
+  session_->Start();
+  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() >= 3; }));
+  std::vector<v1::RegisterNodeRequest> registrations = fake().registrations();
+  ASSERT_EQ(registrations.size(), 1u);
+  EXPECT_EQ(registrations[0].node().hostname(), "test-host");
+  EXPECT_EQ(registrations[0].node().cpu_slots(), 2);
+  EXPECT_EQ(registrations[0].node().node_id(), "");
+  EXPECT_EQ(registrations[0].running_ranks_size(), 0);
+  std::vector<v1::WorkerMessage> messages = fake().messages();
+  ASSERT_TRUE(messages[0].has_open());
+  EXPECT_EQ(messages[0].open().node_id(), "node-1");
+  EXPECT_EQ(messages[0].open().session_id(), 101);
+  EXPECT_TRUE(session_->connected());
+  EXPECT_EQ(session_->node_id(), "node-1");
+  EXPECT_EQ(ReadFile(NodeIdPath(dir_.path())), "node-1\n");
+}
+
+TEST_F(SessionTest, StartsRanksReportsTheirExitsAndShipsTheirLogs) {
+  session_->Start();
+  LogPusher pusher(
+      channel_, &shipper_, [&] { return session_->node_id(); }, backoff_);
+  shipper_.Start();
+  pusher.Start();
+  ASSERT_TRUE(WaitUntil([&] { return session_->connected(); }));
+
+  fake().Send(StartOrder("j", 1, {0, 1}, "exit3"));
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
+  v1::StartRanksResult result = *fake().StartResult("j", 1);
+  EXPECT_THAT(result.started_ranks(), ElementsAre(0, 1));
+  EXPECT_EQ(result.error(), "");
+
+  v1::ReportRankExitRequest exit1;
+  ASSERT_TRUE(WaitForExit("j", 1, &exit1));
+  EXPECT_EQ(exit1.node_id(), "node-1");
+  EXPECT_EQ(exit1.generation(), 1);
+  EXPECT_EQ(exit1.exit_code(), 3);
+  EXPECT_EQ(exit1.signal(), 0);
+  EXPECT_FALSE(exit1.stopped_by_worker());
+  EXPECT_THAT(exit1.stderr_tail(), HasSubstr("boom"));
+
+  // Rank 0 runs, with the trainer contract's environment, and shows in heartbeats.
+  const std::string env = ReadFile(RankWorkDir(dir_.path(), "j", 1, 0) + "/env.txt");
+  EXPECT_THAT(env, HasSubstr("RINGMASTER_RENDEZVOUS=grpc:unix:" + AgentSocketPath(dir_.path())));
+  EXPECT_THAT(env, HasSubstr("RINGMASTER_RENDEZVOUS_PREFIX=j/1"));
+  ASSERT_TRUE(WaitUntil([&] {
+    return fake().HeartbeatWith([](const v1::Heartbeat& h) {
+      return h.running_ranks_size() == 1 && h.running_ranks(0).job_id() == "j" && h.running_ranks(0).global_rank() == 0;
+    });
+  }));
+
+  v1::CoordinatorMessage stop;
+  *stop.mutable_stop() = StopOrder("j", 1, absl::Seconds(5));
+  fake().Send(stop);
+  v1::ReportRankExitRequest exit0;
+  ASSERT_TRUE(WaitForExit("j", 0, &exit0));
+  EXPECT_EQ(exit0.signal(), SIGTERM);
+  EXPECT_EQ(exit0.exit_code(), -1);
+  EXPECT_TRUE(exit0.stopped_by_worker());
+
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const v1::LogLine& line : fake().log_lines()) {
+      if (line.rank() == 1 && line.text() == "boom") return true;
+    }
+    return false;
+  }));
+  bool found = false;
+  for (const v1::LogLine& line : fake().log_lines()) {
+    found |= line.job_id() == "j" && line.generation() == 1 && line.rank() == 0 &&
+             line.text() == "rank 0 starting with --spec " + RankWorkDir(dir_.path(), "j", 1, 0) + "/spec.json";
+  }
+  EXPECT_TRUE(found);
+  EXPECT_THAT(fake().log_node_ids(), ::testing::Contains("node-1"));
+  shipper_.Close();
+  pusher.Stop(absl::Seconds(1));
+}
+
+TEST_F(SessionTest, RelaysProgress) {
+  session_->Start();
+  ASSERT_TRUE(WaitUntil([&] { return session_->connected(); }));
+  v1::RankProgress progress;
+  progress.set_job_id("j");
+  progress.set_generation(2);
+  progress.set_global_rank(0);
+  progress.mutable_metrics()->set_step(17);
+  session_->ReportProgress(progress);
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const v1::WorkerMessage& m : fake().messages()) {
+      if (m.has_progress() && m.progress().metrics().step() == 17) return true;
+    }
+    return false;
+  }));
+}
+
+TEST_F(SessionTest, ReconnectsAfterTheCoordinatorRestartsAndReportsWhatStillRuns) {
+  session_->Start();
+  fake().Send(StartOrder("j", 4, {0}));
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 4).has_value(); }));
+  const int port = coordinator_->port();
+
+  coordinator_->Shutdown();
+  ASSERT_TRUE(WaitUntil([&] { return !session_->connected(); }));
+  coordinator_.reset();
+  coordinator_ = std::make_unique<FakeCoordinator>(port);
+  ASSERT_EQ(coordinator_->port(), port);
+
+  ASSERT_TRUE(WaitUntil([&] { return !fake().registrations().empty() && fake().heartbeats() >= 1; }));
+  v1::RegisterNodeRequest again = fake().registrations()[0];
+  EXPECT_EQ(again.node().node_id(), "node-1");
+  ASSERT_EQ(again.running_ranks_size(), 1);
+  EXPECT_EQ(again.running_ranks(0).job_id(), "j");
+  EXPECT_EQ(again.running_ranks(0).generation(), 4);
+  EXPECT_EQ(again.running_ranks(0).global_rank(), 0);
+  EXPECT_GT(again.running_ranks(0).pid(), 0);
+  EXPECT_EQ(session_->sessions_opened(), 2);
+}
+
+TEST_F(SessionTest, AnExitWhileTheCoordinatorIsAwayIsReportedWhenItReturns) {
+  session_->Start();
+  fake().Send(StartOrder("j", 1, {0}));
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
+  const int port = coordinator_->port();
+  coordinator_.reset();
+  ASSERT_TRUE(WaitUntil([&] { return !session_->connected(); }));
+  supervisor_.Stop("j", 1, {}, absl::Seconds(5));
+  ASSERT_TRUE(WaitUntil([&] { return supervisor_.RunningCount() == 0; }));
+  coordinator_ = std::make_unique<FakeCoordinator>(port);
+  v1::ReportRankExitRequest exit;
+  ASSERT_TRUE(WaitForExit("j", 0, &exit));
+  EXPECT_EQ(exit.signal(), SIGTERM);
+  EXPECT_TRUE(WaitUntil([&] { return session_->pending_exits() == 0; }));
+}
+
+TEST_F(SessionTest, RegistersAgainWhenTheCoordinatorDoesNotKnowTheSession) {
+  fake().RejectNextSession(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "session 101 is not current"));
+  session_->Start();
+  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() >= 1; }));
+  EXPECT_EQ(fake().registrations().size(), 2u);
+  EXPECT_EQ(fake().registrations()[1].node().node_id(), "node-1");
+  EXPECT_EQ(session_->sessions_opened(), 2);
+}
+
+TEST_F(SessionTest, StopOrdersInTheRegisterAnswerAreCarriedOut) {
+  session_->Start();
+  fake().Send(StartOrder("j", 2, {0}));
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 2).has_value(); }));
+  const int port = coordinator_->port();
+  coordinator_.reset();
+  coordinator_ = std::make_unique<FakeCoordinator>(port);
+  fake().StopOnRegister({StopOrder("j", 2, absl::Seconds(5))});  // the restarted coordinator ended generation 2
+  v1::ReportRankExitRequest exit;
+  ASSERT_TRUE(WaitForExit("j", 0, &exit));
+  EXPECT_TRUE(exit.stopped_by_worker());
+  EXPECT_EQ(exit.generation(), 2);
+}
+
+}  // namespace
+}  // namespace ringmaster::worker

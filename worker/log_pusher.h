@@ -1,0 +1,64 @@
+#ifndef RINGMASTER_WORKER_LOG_PUSHER_H_
+#define RINGMASTER_WORKER_LOG_PUSHER_H_
+
+// LogPusher: the gRPC adapter that sends the LogShipper's chunks to the
+// coordinator over one long-lived NodeService.PushLogs stream (metadata
+// "ringmaster-node-id" names the node). When the stream breaks it is opened
+// again after a backoff; the chunk that failed is sent again on the new
+// stream, later ones wait in the shipper's bounded buffer.
+//
+// Thread-safe. One thread of its own between Start and Stop.
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/node_service.grpc.pb.h"
+#include "worker/backoff.h"
+#include "worker/log_shipper.h"
+
+namespace ringmaster::worker {
+
+class LogPusher {
+ public:
+  // `shipper` must outlive the pusher. `node_id` is read when a stream opens.
+  LogPusher(std::shared_ptr<grpc::Channel> channel, LogShipper* shipper, std::function<std::string()> node_id,
+            BackoffOptions backoff = {});
+  ~LogPusher();
+  LogPusher(const LogPusher&) = delete;
+  LogPusher& operator=(const LogPusher&) = delete;
+
+  void Start();
+  // Sends what the shipper still holds (Close() the shipper first) for at
+  // most `timeout`, ends the stream and joins the thread. Idempotent.
+  void Stop(absl::Duration timeout = absl::Seconds(2));
+
+  int64_t chunks_sent() const;
+
+ private:
+  void Loop();
+  bool SleepFor(absl::Duration d);  // false when stopping
+
+  const std::unique_ptr<v1::NodeService::Stub> stub_;
+  LogShipper* const shipper_;
+  const std::function<std::string()> node_id_;
+  const BackoffOptions backoff_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool draining_ = false;  // Stop called: finish when the shipper is empty
+  bool abort_ = false;     // Stop's timeout passed: give up now
+  bool done_ = false;
+  grpc::ClientContext* call_ = nullptr;
+  int64_t chunks_sent_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_WORKER_LOG_PUSHER_H_

@@ -1,0 +1,47 @@
+#ifndef RINGMASTER_WORKER_PATHS_H_
+#define RINGMASTER_WORKER_PATHS_H_
+
+// Where the worker keeps things under its state directory, and how it finds
+// the trainer binary. One place, so the supervisor, the launcher, the log
+// shipper and the tests agree:
+//
+//   <state-dir>/agent.sock                          the trainers' gRPC socket
+//   <state-dir>/node-id                             the id the coordinator gave
+//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>.log     stdout+stderr of a rank (appended)
+//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>/        the rank's working directory
+//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>/spec.json  the job spec it trains
+//
+// Thread-safe (no state).
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ringmaster::worker {
+
+// Longest path a Unix-domain socket address can hold (sun_path less its NUL).
+inline constexpr size_t kMaxUnixSocketPath = 107;
+
+// OK when `job_id` can name a directory: 1 to 128 characters of
+// [A-Za-z0-9._-], not "." or "..". INVALID_ARGUMENT naming the problem otherwise.
+absl::Status ValidateJobId(absl::string_view job_id);
+
+std::string AgentSocketPath(const std::string& state_dir);
+std::string NodeIdPath(const std::string& state_dir);
+std::string GenerationDir(const std::string& state_dir, const std::string& job_id, int64_t generation);
+std::string RankLogPath(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank);
+std::string RankWorkDir(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank);
+
+// The trainer binary: `flag_value` if set (must be an executable file);
+// otherwise `ringmaster-trainer` beside `self_exe` (the worker's own path,
+// from /proc/self/exe), then in ../engine/ beside it (the bazel-bin layout),
+// then on `path_env` (PATH). NOT_FOUND listing where it looked.
+absl::StatusOr<std::string> FindTrainer(const std::string& flag_value, const std::string& self_exe,
+                                        const std::string& path_env);
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_WORKER_PATHS_H_

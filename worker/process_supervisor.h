@@ -1,0 +1,187 @@
+#ifndef RINGMASTER_WORKER_PROCESS_SUPERVISOR_H_
+#define RINGMASTER_WORKER_PROCESS_SUPERVISOR_H_
+
+// ProcessSupervisor: owns the trainer processes of this node. It starts one
+// process per rank (through ProcessControl: own process group, parent-death
+// signal, stdout+stderr appended to the rank's log), stops them (SIGTERM to the
+// process group, SIGKILL to it when the grace period is over), reaps every one
+// on its reaper thread and reports each exit through a callback. Shutdown stops
+// everything and waits until every child is reaped: it leaves no orphan.
+//
+// Fencing by generation, per job: the supervisor remembers the newest
+// generation it was told about (by a start or a stop order).
+//   - Start for an older generation: FAILED_PRECONDITION, nothing started.
+//   - Start for the same generation: idempotent; ranks already started are
+//     reported as started and not started again.
+//   - Start for a newer generation: the older generation's ranks still
+//     running are stopped (supersede_grace), then the new ones start.
+//   - Stop for an older generation: ignored. Stop for a newer one stops every
+//     older rank of the job and fences the generations before it.
+// CheckCaller applies the same fencing to requests from trainers.
+//
+// Thread-safe. The exit callback runs on the reaper thread (or, for a rank
+// that could not be started, on the thread that called Start), never with
+// the supervisor's lock held, so it may call back into the supervisor.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "worker/process_control.h"
+
+namespace ringmaster::worker {
+
+// One rank to start.
+struct RankLaunch {
+  std::string job_id;
+  int64_t generation = 0;  // >= 1
+  int32_t global_rank = 0;
+  SpawnRequest process;
+};
+
+// How a rank's process ended.
+struct RankExit {
+  std::string job_id;
+  int64_t generation = 0;
+  int32_t global_rank = 0;
+  int64_t pid = 0;
+  // Exit status; -1 when a signal killed it. 127 with signal 0 when it could
+  // not be started at all (log_tail then says why).
+  int exit_code = -1;
+  int signal = 0;  // 0 when it exited
+  // The worker asked it to stop (a stop order, a newer generation, shutdown).
+  bool stopped_by_worker = false;
+  absl::Time time;  // when the supervisor saw the exit
+  // The last bytes (at most SupervisorOptions::exit_tail_bytes) of its log.
+  std::string log_tail;
+};
+
+struct RunningRankInfo {
+  std::string job_id;
+  int64_t generation = 0;
+  int32_t global_rank = 0;
+  int64_t pid = 0;
+  absl::Time start_time;
+  bool stopping = false;  // SIGTERM sent, not yet reaped
+};
+
+struct StartOutcome {
+  // Ranks started by this call or earlier in the same generation, ascending.
+  std::vector<int32_t> started;
+  // OK, or why the other ranks were not started (their exits are reported
+  // through the callback: exit_code 127).
+  absl::Status status;
+};
+
+// What a request from a trainer is, fencing-wise.
+enum class CallerState {
+  kCurrent,  // a running rank of the job's current generation
+  kOver,     // its generation is over, or it is being stopped: it should exit
+  kUnknown,  // not a rank this node runs (wrong job, a generation not started here)
+};
+
+struct CallerCheck {
+  CallerState state = CallerState::kUnknown;
+  // The job and generation, filled in when the request left them empty/0.
+  std::string job_id;
+  int64_t generation = 0;
+  std::string reason;  // for kOver and kUnknown
+};
+
+struct SupervisorOptions {
+  // Longest the reaper waits before looking at kill deadlines again (real time).
+  absl::Duration reap_interval = absl::Milliseconds(50);
+  // Grace period of ranks superseded by a newer generation.
+  absl::Duration supersede_grace = absl::Seconds(10);
+  // How much of the end of a rank's log goes into its RankExit.
+  size_t exit_tail_bytes = 4096;
+};
+
+class ProcessSupervisor {
+ public:
+  using ExitCallback = std::function<void(const RankExit&)>;
+
+  // `control` and `clock` must outlive the supervisor. Starts the reaper thread.
+  ProcessSupervisor(ProcessControl* control, const Clock* clock, ExitCallback on_exit, SupervisorOptions options = {});
+  // Shutdown(zero grace) unless Shutdown was called.
+  ~ProcessSupervisor();
+  ProcessSupervisor(const ProcessSupervisor&) = delete;
+  ProcessSupervisor& operator=(const ProcessSupervisor&) = delete;
+
+  // Starts ranks of one job generation (see the fencing rules above).
+  // status: INVALID_ARGUMENT when the launches name different jobs or
+  // generations, or a generation < 1; FAILED_PRECONDITION for an older or a
+  // stopped generation; UNAVAILABLE after Shutdown; or the first spawn error.
+  StartOutcome Start(const std::vector<RankLaunch>& launches);
+
+  // SIGTERM to the process groups of the generation's ranks (`ranks` empty:
+  // all of them), SIGKILL after `grace` (zero: SIGKILL now). A rank already
+  // stopping keeps the earlier of its two kill deadlines. Returns how many
+  // ranks were signalled; 0 for an older generation (ignored). Never blocks
+  // for the grace period.
+  int Stop(const std::string& job_id, int64_t generation, const std::vector<int32_t>& ranks, absl::Duration grace);
+
+  // Refuses new starts, stops every rank (grace as in Stop) and returns once
+  // every child is reaped and every exit reported. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+  // Every rank process not yet reaped, by job, generation, rank.
+  std::vector<RunningRankInfo> Running() const;
+  int RunningCount() const;
+
+  // Fencing for a trainer's request naming (job_id, generation, rank). An
+  // empty job_id means the only job this node runs; generation 0 the job's
+  // current one.
+  CallerCheck CheckCaller(const std::string& job_id, int64_t generation, int32_t rank) const;
+
+ private:
+  struct Process {
+    std::string job_id;
+    int64_t generation = 0;
+    int32_t global_rank = 0;
+    absl::Time start_time;
+    std::string log_path;
+    bool stopping = false;
+    bool killed = false;
+    absl::Time kill_at = absl::InfiniteFuture();
+  };
+  // The newest generation of a job this node was told about.
+  struct JobFence {
+    int64_t generation = 0;
+    std::set<int32_t> started;  // ranks of `generation` started here
+    bool stopped = false;       // a stop order for the whole generation came
+  };
+
+  void ReapLoop();
+  void HandleExit(const ProcessExit& exit);
+  void KillDue();
+  // SIGTERM now, SIGKILL at now + grace.
+  void StopLocked(int64_t pid, Process& process, absl::Duration grace);
+  absl::Duration NextWakeLocked() const;
+  std::string ReadTail(const std::string& path) const;
+
+  ProcessControl* const control_;
+  const Clock* const clock_;
+  const ExitCallback on_exit_;
+  const SupervisorOptions options_;
+
+  mutable std::mutex mu_;
+  std::map<int64_t, Process> processes_;  // by pid (= pgid)
+  std::map<std::string, JobFence> jobs_;  // by job id
+  bool shutting_down_ = false;
+
+  std::once_flag shutdown_once_;
+  std::thread reaper_;
+};
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_WORKER_PROCESS_SUPERVISOR_H_

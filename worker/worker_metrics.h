@@ -1,0 +1,76 @@
+#ifndef RINGMASTER_WORKER_WORKER_METRICS_H_
+#define RINGMASTER_WORKER_WORKER_METRICS_H_
+
+// WorkerMetrics: what the worker exposes on its /metrics. Per rank (labels
+// job, rank, node), from the step metrics its trainer reports:
+//   ringmaster_rank_samples_per_second, ringmaster_rank_tokens_per_second,
+//   ringmaster_rank_loss, ringmaster_rank_loss_scale,
+//   ringmaster_rank_skipped_steps, ringmaster_rank_step_seconds (histogram of
+//   the reported mean step time, one observation per report),
+//   ringmaster_rank_communication_seconds, ringmaster_rank_grad_norm,
+//   ringmaster_rank_learning_rate, ringmaster_rank_step,
+//   ringmaster_rank_device_memory_bytes, ringmaster_rank_generation.
+// A rank's series disappear when its process exits.
+// Per node (label node):
+//   ringmaster_worker_ranks_running, ringmaster_worker_gpus,
+//   ringmaster_worker_cpu_slots, ringmaster_worker_rank_exits_total,
+//   ringmaster_worker_coordinator_connected,
+//   ringmaster_worker_coordinator_reconnects_total,
+//   ringmaster_worker_log_lines_dropped.
+//
+// Thread-safe.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "common/metrics.h"
+#include "proto/job.pb.h"
+
+namespace ringmaster::worker {
+
+class WorkerMetrics {
+ public:
+  // Registers the families in `registry` (which must outlive this object);
+  // `node` is the value of every series' node label (the hostname).
+  // Errors are the registry's (ALREADY_EXISTS for a clashing family).
+  static absl::StatusOr<std::unique_ptr<WorkerMetrics>> Create(MetricsRegistry* registry, std::string node);
+  ~WorkerMetrics();
+  WorkerMetrics(const WorkerMetrics&) = delete;
+  WorkerMetrics& operator=(const WorkerMetrics&) = delete;
+
+  // A trainer's report. Reports of a generation older than the last one
+  // recorded for the same (job, rank) are ignored.
+  void RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& metrics);
+  // The rank's process exited: counts it and removes its series (unless a
+  // newer generation of the same rank already reports).
+  void RankExited(const std::string& job_id, int64_t generation, int32_t rank);
+
+  void SetCapacity(int gpus, int cpu_slots);
+  void SetConnected(bool connected);
+  void CountReconnect();
+  // Sources read at scrape time (quick, thread-safe callables).
+  void SetRanksRunningSource(std::function<double()> source);
+  void SetLogLinesDroppedSource(std::function<double()> source);
+
+ private:
+  struct Families;
+  struct RankSeries;
+  WorkerMetrics(std::unique_ptr<Families> families, std::string node);
+  absl::StatusOr<RankSeries*> SeriesLocked(const std::string& job_id, int32_t rank);
+
+  const std::unique_ptr<Families> families_;
+  const std::string node_;
+  std::mutex mu_;
+  std::map<std::pair<std::string, int32_t>, int64_t> generation_;  // newest generation per (job, rank)
+  std::map<std::pair<std::string, int32_t>, std::unique_ptr<RankSeries>> series_;
+};
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_WORKER_WORKER_METRICS_H_

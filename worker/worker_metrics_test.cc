@@ -1,0 +1,76 @@
+#include "worker/worker_metrics.h"
+
+#include "common/metrics_promtool.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::StepMetrics Step(int64_t step) {
+  v1::StepMetrics m;
+  m.set_step(step);
+  m.set_loss(0.25);
+  m.set_samples_per_second(1234.5);
+  m.set_tokens_per_second(99);
+  m.set_loss_scale(65536);
+  m.set_skipped_steps(2);
+  m.set_step_time_seconds(0.02);
+  m.set_communication_seconds(0.005);
+  m.set_grad_norm(1.5);
+  m.set_learning_rate(0.001);
+  m.set_memory_bytes(1 << 30);
+  return m;
+}
+
+TEST(WorkerMetricsTest, ExposesEachRanksStepMetricsWithJobRankAndNodeLabels) {
+  MetricsRegistry registry;
+  absl::StatusOr<std::unique_ptr<WorkerMetrics>> metrics = WorkerMetrics::Create(&registry, "node-a");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  (*metrics)->SetCapacity(8, 0);
+  (*metrics)->SetRanksRunningSource([] { return 2.0; });
+  (*metrics)->SetLogLinesDroppedSource([] { return 0.0; });
+  (*metrics)->RecordStep("j1", 1, 3, Step(10));
+  const std::string text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_loss{job=\"j1\",rank=\"3\",node=\"node-a\"} 0.25"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_samples_per_second{job=\"j1\",rank=\"3\",node=\"node-a\"} 1234.5"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_loss_scale{job=\"j1\",rank=\"3\",node=\"node-a\"} 65536"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step{job=\"j1\",rank=\"3\",node=\"node-a\"} 10"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_device_memory_bytes{job=\"j1\",rank=\"3\",node=\"node-a\"} 1073741824"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_seconds_count{job=\"j1\",rank=\"3\",node=\"node-a\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_worker_gpus{node=\"node-a\"} 8"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_worker_ranks_running{node=\"node-a\"} 2"));
+
+  absl::StatusOr<PromtoolResult> lint = RunPromtoolCheckMetrics(text);
+  if (lint.status().code() == absl::StatusCode::kNotFound) GTEST_SKIP() << lint.status();
+  ASSERT_TRUE(lint.ok()) << lint.status();
+  EXPECT_EQ(lint->exit_code, 0) << lint->output;
+}
+
+TEST(WorkerMetricsTest, AnExitedRanksSeriesGoUnlessANewerGenerationReports) {
+  MetricsRegistry registry;
+  std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
+  metrics->RecordStep("j", 1, 0, Step(5));
+  metrics->RecordStep("j", 2, 0, Step(1));
+  metrics->RecordStep("j", 1, 0, Step(6));  // a late report of the old generation: ignored
+  EXPECT_THAT(registry.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",rank=\"0\",node=\"n\"} 1"));
+  metrics->RankExited("j", 1, 0);  // generation 1's process ends after 2 started
+  EXPECT_THAT(registry.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",rank=\"0\",node=\"n\"} 1"));
+  metrics->RankExited("j", 2, 0);
+  const std::string text = registry.ExposeText();
+  EXPECT_THAT(text, Not(HasSubstr("ringmaster_rank_step{")));
+  EXPECT_THAT(text, HasSubstr("ringmaster_worker_rank_exits_total{node=\"n\"} 2"));
+}
+
+TEST(WorkerMetricsTest, CreatingTwiceOnOneRegistrySharesTheFamilies) {
+  MetricsRegistry registry;
+  ASSERT_TRUE(WorkerMetrics::Create(&registry, "n").ok());
+  // Same definitions: the families are shared, which is allowed.
+  EXPECT_TRUE(WorkerMetrics::Create(&registry, "n").ok());
+}
+
+}  // namespace
+}  // namespace ringmaster::worker
