@@ -223,8 +223,10 @@ int RunLocalUp(const GlobalOptions& global, const LocalOptions& options, Console
 
   const absl::Time worker_since = options.clock->Now() - absl::Seconds(1);
   auto worker_pid = Ensure(options, worker,
+                           // A local cluster stays on loopback: the ranks advertise and
+                           // connect to 127.0.0.1, never the machine's other addresses.
                            {"--coordinator", *address, "--cpu-slots", absl::StrCat(options.cpu_slots), "--state-dir",
-                            worker.state_dir});
+                            worker.state_dir, "--listen-address", "127.0.0.1"});
   if (!worker_pid.ok()) return fail(std::string(worker_pid.status().message()));
   if (worker_pid->second) rollback.Started(worker.pid_file);
   std::unique_ptr<v1::JobService::Stub> stub = v1::JobService::NewStub(channel);

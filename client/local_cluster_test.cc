@@ -89,7 +89,7 @@ TEST_F(LocalClusterTest, UpStartsBothWithTheirFlagsStatusThenDownStopsThem) {
             absl::StrCat("--listen ", fake_.address(), " --state-dir ", options_.state_dir, "/coordinator\n"));
   EXPECT_EQ(ReadAll(options_.bin_dir + "/worker.args"),
             absl::StrCat("--coordinator ", fake_.address(), " --cpu-slots 3 --state-dir ", options_.state_dir,
-                         "/worker\n"));
+                         "/worker --listen-address 127.0.0.1\n"));
   const DaemonState coordinator = ReadDaemon(State("coordinator.pid"));
   const DaemonState worker = ReadDaemon(State("worker.pid"));
   EXPECT_TRUE(coordinator.running);

@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
         ringmaster::engine::JoinWorld(*env, absl::Seconds(timeout_seconds));
     if (!joined.ok()) return Fail(joined.status());
     world = std::move(*joined);
+    spdlog::info("rank {} of {} (local rank {}) joined through {}", env->rank, env->world_size, env->local_rank,
+                 env->rendezvous);
   } else if (spec->parallelism().data() * spec->parallelism().pipeline() > 1) {
     spdlog::info("one process: training the global batch of {} on a single rank", config->data.global_batch);
   }
@@ -152,7 +154,10 @@ int main(int argc, char** argv) {
   absl::Status run = (*trainer)->Run();
   progress.Finish();
   if (!run.ok()) return Fail(run);
-  if (!rank0) return 0;
+  if (!rank0) {
+    spdlog::info("rank {} finished at step {}", env->rank, (*trainer)->step());
+    return 0;
+  }
   if ((*trainer)->step() < (*trainer)->total_steps()) {
     std::printf("stopped at step %lld of %lld\n", static_cast<long long>((*trainer)->step()),
                 static_cast<long long>((*trainer)->total_steps()));

@@ -51,6 +51,7 @@ struct Flags {
   int cpu_slots = 0;
   std::string state_dir = "/var/lib/ringmaster/worker";
   std::string listen_address;
+  std::string node_name;
   std::string metrics_listen = "127.0.0.1:0";
   std::string trainer;
   double heartbeat_interval = 0;
@@ -159,7 +160,7 @@ int Run(const Flags& flags) {
   absl::StatusOr<std::string> trainer = FindTrainer(flags.trainer, SelfExe(), path_env ? path_env : "");
   if (!trainer.ok()) return Fail(std::string(trainer.status().message()));
 
-  const std::string hostname = Hostname();
+  const std::string hostname = flags.node_name.empty() ? Hostname() : flags.node_name;
   const std::string address = flags.listen_address.empty() ? hostname : flags.listen_address;
   std::string advertise_host;
   int advertise_port;
@@ -256,6 +257,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--state-dir", flags.state_dir, "Rank logs, work directories and the trainers' socket")
       ->capture_default_str();
+  app.add_option("--node-name", flags.node_name,
+                 "The node's name at the coordinator (default: the hostname; set it to run several workers on "
+                 "one machine)");
   app.add_option("--listen-address", flags.listen_address,
                  "Address the node's ranks are reachable at, advertised to the coordinator (default: the hostname)");
   app.add_option("--metrics-listen", flags.metrics_listen, "host:port of /metrics (port 0: any free port)")
