@@ -154,6 +154,18 @@ absl::StatusOr<std::vector<v1::JobEvent>> JobController::GetEvents(const std::st
   return store_->LoadEvents(job_id, after_sequence);
 }
 
+absl::Status JobController::SnapshotJob(
+    const std::string& job_id, int64_t after_sequence,
+    const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const JobEntry* entry = FindLocked(job_id);
+  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+  // Lock order JobController -> Store: events are written under our lock too.
+  ASSIGN_OR_RETURN(std::vector<v1::JobEvent> events, store_->LoadEvents(job_id, after_sequence));
+  at_snapshot(SnapshotLocked(*entry), events);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ListJobsPage> JobController::ListJobs(const ListJobsQuery& query) const {
   if (query.page_size < 0 || query.page_size > kMaxPageSize) {
     return absl::InvalidArgumentError(

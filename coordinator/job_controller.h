@@ -36,6 +36,7 @@
 // to this class without its own lock held (see rendezvous.h).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -67,6 +68,10 @@ struct JobControllerOptions {
   // Checkpoints go to <checkpoint_root>/<job id> unless the spec names a
   // directory.
   std::string checkpoint_root = "/var/lib/ringmaster/checkpoints";
+  // Called after every scheduling pass over a non-empty queue with the time
+  // it took (injected clock), for metrics. Runs under the controller's lock:
+  // it must only record. May be empty.
+  std::function<void(absl::Duration)> on_schedule_pass;
 };
 
 struct SubmitOptions {
@@ -175,6 +180,14 @@ class JobController : public RendezvousListener {
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::JobEvent>> GetEvents(const std::string& job_id, int64_t after_sequence) const;
+  // WatchJob's start: calls `at_snapshot` with the job and its events after
+  // `after_sequence`, both read at one moment under the controller's lock,
+  // so that a JobListener subscription made inside `at_snapshot` receives
+  // exactly the changes that follow it. `at_snapshot` runs under the lock:
+  // the JobListener rules apply (record, never call back). NOT_FOUND.
+  absl::Status SnapshotJob(
+      const std::string& job_id, int64_t after_sequence,
+      const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const;
   // INVALID_ARGUMENT for a page_size outside [0, 1000] or a foreign token.
   absl::StatusOr<ListJobsPage> ListJobs(const ListJobsQuery& query) const;
   // Any non-terminal state -> CANCELLED, stopping the current generation's
@@ -197,6 +210,12 @@ class JobController : public RendezvousListener {
   // placed there (sent when a worker's session opens; workers treat a start
   // order for ranks already running as done).
   std::vector<StartOrder> AssignmentsForNode(const std::string& node_id) const;
+  // The same, with `at_snapshot` called with the orders under the
+  // controller's lock (listener rules apply), so that a session attached
+  // inside it receives every later order after these: a stop order of a
+  // generation can never be overtaken by that generation's start order.
+  void AssignmentsForNode(const std::string& node_id,
+                          const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
   // Releases the rank's slot; for the current generation: all ranks exited 0
   // -> SUCCEEDED; a failure -> RESTARTING (new generation, from the latest
   // checkpoint) or, with no restarts left, FAILED. Reports for a generation
@@ -268,6 +287,7 @@ class JobController : public RendezvousListener {
   void HandleLostNodesLocked();
   void CheckProgressLocked();
   std::optional<StartOrder> StartOrderLocked(const JobEntry& entry, const std::string& node_id) const;
+  std::vector<StartOrder> AssignmentsLocked(const std::string& node_id) const;
 
   const Clock* clock_;
   Store* store_;

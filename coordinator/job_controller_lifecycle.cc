@@ -70,6 +70,7 @@ void JobController::ScheduleLocked() {
     if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RESTARTING) queue.push_back(RequestFor(entry.record));
   }
   if (queue.empty()) return;
+  const absl::Time pass_start = clock_->Now();
   ScheduleResult result = Schedule(std::move(queue), nodes_->SchedulableCapacity());
   for (const JobPlacement& placed : result.placed) {
     JobEntry& entry = jobs_.at(placed.job_id);
@@ -86,6 +87,7 @@ void JobController::ScheduleLocked() {
     entry.record.job.set_message(std::move(message));  // in memory; stored with the next transition
     NotifyJobLocked(entry, {});
   }
+  if (options_.on_schedule_pass) options_.on_schedule_pass(clock_->Now() - pass_start);
 }
 
 absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& granted) {

@@ -141,6 +141,16 @@ absl::StatusOr<NodeRegistrationResult> JobController::RegisterNode(const v1::Nod
 
 std::vector<StartOrder> JobController::AssignmentsForNode(const std::string& node_id) const {
   std::lock_guard<std::mutex> lock(mu_);
+  return AssignmentsLocked(node_id);
+}
+
+void JobController::AssignmentsForNode(const std::string& node_id,
+                                       const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  at_snapshot(AssignmentsLocked(node_id));
+}
+
+std::vector<StartOrder> JobController::AssignmentsLocked(const std::string& node_id) const {
   std::vector<StartOrder> orders;
   for (const auto& [id, entry] : jobs_) {
     if (!Active(entry.record.job.state())) continue;

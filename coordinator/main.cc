@@ -1,45 +1,140 @@
-// ringmaster-coordinator: the composition root of the coordinator.
+// ringmaster-coordinator: queues, gang-schedules and supervises training jobs.
 //
-// Today it serves gRPC health checking and reflection on its listen address and
-// shuts down cleanly on SIGINT/SIGTERM. The job, node, rendezvous and
-// checkpoint services are added here as they are built (issue #5).
+//   ringmaster-coordinator [--listen HOST:PORT] [--state-dir DIR] [--metrics-listen HOST:PORT]
+//                          [--heartbeat-interval 1s] [--rendezvous-timeout 5m]
+//                          [--stop-grace-period 30s] [--shutdown-timeout 5s] [--checkpoint-root DIR]
+//                          [log flags]
+//
+// Reads the flags (the only place they are read), builds the coordinator
+// (coordinator_server.h: store -> registries -> controller -> services ->
+// server), serves until SIGINT/SIGTERM, then shuts down gracefully. A startup
+// error (the database cannot be opened, the port is in use) is one line on
+// stderr and exit status 1.
+#include <atomic>
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/cli_flags.h"
+#include "common/clock.h"
 #include "common/signals.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
-#include "grpcpp/grpcpp.h"
+#include "coordinator/coordinator_server.h"
+#include "fmt/core.h"
+#include "grpc/support/log.h"
 #include "spdlog/spdlog.h"
 
-int main(int argc, char** argv) {
-  ringmaster::BlockShutdownSignals();
-  CLI::App app{"ringmaster-coordinator: queues, schedules and supervises training jobs"};
-  ringmaster::CommonFlags common;
-  ringmaster::AddCommonFlags(app, &common);
-  std::string listen = "127.0.0.1:50051";
-  app.add_option("--listen", listen, "gRPC listen address (host:port)")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+namespace {
 
-  if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, "coordinator"); !s.ok()) {
+using ringmaster::coordinator::CoordinatorConfig;
+using ringmaster::coordinator::CoordinatorServer;
+
+struct Flags {
+  ringmaster::CommonFlags common;
+  CoordinatorConfig config;
+  std::string heartbeat_interval = "1s";
+  std::string rendezvous_timeout = "5m";
+  std::string stop_grace_period = "30s";
+  std::string shutdown_timeout = "5s";
+};
+
+// "1s", "500ms", "5m", or a number of seconds; must be positive.
+absl::Status ParsePositiveDuration(const std::string& flag, const std::string& text, absl::Duration* out) {
+  double seconds = 0;
+  if (absl::ParseDuration(text, out)) {
+  } else if (absl::SimpleAtod(text, &seconds)) {
+    *out = absl::Seconds(seconds);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": \"", text, "\" is not a duration (e.g. 1s, 500ms, 5m)"));
+  }
+  if (*out <= absl::ZeroDuration()) return absl::InvalidArgumentError(absl::StrCat(flag, ": must be positive"));
+  return absl::OkStatus();
+}
+
+// While starting, gRPC's errors are ours to report (one line, from Start).
+std::atomic<bool> g_starting{true};
+
+// gRPC's own log lines go through our logger (text or JSON, the chosen level).
+void GrpcLog(gpr_log_func_args* args) {
+  switch (args->severity) {
+    case GPR_LOG_SEVERITY_ERROR:
+      if (g_starting.load()) {
+        spdlog::debug("grpc: {}", args->message);
+        break;
+      }
+      spdlog::warn("grpc: {}", args->message);
+      break;
+    case GPR_LOG_SEVERITY_INFO:
+      spdlog::info("grpc: {}", args->message);
+      break;
+    default:
+      spdlog::debug("grpc: {}", args->message);
+  }
+}
+
+int Fail(const std::string& line) {
+  fmt::print(stderr, "ringmaster-coordinator: {}\n", line);
+  return 1;
+}
+
+int Run(Flags& flags) {
+  CoordinatorConfig& config = flags.config;
+  for (auto [name, text, out] :
+       {std::make_tuple("--heartbeat-interval", &flags.heartbeat_interval, &config.heartbeat_interval),
+        std::make_tuple("--rendezvous-timeout", &flags.rendezvous_timeout, &config.rendezvous_timeout),
+        std::make_tuple("--stop-grace-period", &flags.stop_grace_period, &config.stop_grace_period),
+        std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout)}) {
+    if (absl::Status s = ParsePositiveDuration(name, *text, out); !s.ok()) return Fail(std::string(s.message()));
+  }
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Start(config, ringmaster::Clock::Real());
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+  g_starting = false;
+  spdlog::info("ringmaster-coordinator {} ready: gRPC on port {}, state in {}", ringmaster::kVersion, (*server)->port(),
+               config.state_dir);
+  const int sig = ringmaster::WaitForShutdownSignal();
+  spdlog::info("signal {}: shutting down", sig);
+  (*server)->Shutdown();
+  server->reset();  // joins what is left and closes the database
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringmaster::BlockShutdownSignals();  // before any thread starts
+  CLI::App app{"ringmaster-coordinator: queues, schedules and supervises training jobs"};
+  Flags flags;
+  ringmaster::AddCommonFlags(app, &flags.common);
+  app.add_option("--listen", flags.config.listen, "gRPC listen address (host:port; port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--state-dir", flags.config.state_dir, "SQLite database (coordinator.db) and job logs (logs/)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", flags.config.metrics_listen,
+                 "host:port of the Prometheus /metrics endpoint; empty disables it")
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval", flags.heartbeat_interval,
+                 "How often workers heartbeat; a node is lost after 3 intervals without one")
+      ->capture_default_str();
+  app.add_option("--rendezvous-timeout", flags.rendezvous_timeout,
+                 "Every rank of a generation must join its rendezvous within this time")
+      ->capture_default_str();
+  app.add_option("--stop-grace-period", flags.stop_grace_period, "Time ranks get between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  app.add_option("--shutdown-timeout", flags.shutdown_timeout,
+                 "On SIGTERM: how long calls in flight (and clients' idle connections) may take to close")
+      ->capture_default_str();
+  app.add_option("--checkpoint-root", flags.config.checkpoint_root,
+                 "Checkpoints of jobs that name no directory (default: <state-dir>/checkpoints)");
+  CLI11_PARSE(app, argc, argv);
+  if (absl::Status s = ringmaster::SetupLoggingFromFlags(flags.common, "coordinator"); !s.ok()) {
     fmt::print(stderr, "ringmaster-coordinator: {}\n", std::string(s.message()));
     return 2;
   }
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int bound_port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || bound_port == 0) {
-    spdlog::error("cannot listen on {}", listen);
-    return 1;
-  }
-  spdlog::info("ringmaster-coordinator {} listening on {} (port {})", ringmaster::kVersion, listen, bound_port);
-  int sig = ringmaster::WaitForShutdownSignal();
-  spdlog::info("signal {}: shutting down", sig);
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  return 0;
+  gpr_set_log_function(GrpcLog);
+  return Run(flags);
 }

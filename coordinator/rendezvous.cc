@@ -122,6 +122,7 @@ absl::Status Rendezvous::WaitLocked(std::unique_lock<std::mutex>& lock, const Re
   absl::Time deadline = jobs_.at(scope.job_id).gen->deadline;
   if (timeout > absl::ZeroDuration()) deadline = std::min(deadline, start + timeout);
   while (true) {
+    if (shutting_down_) return absl::UnavailableError("the coordinator is shutting down");
     const absl::Time now = clock_->Now();
     const std::string timed_out = absl::StrCat("rank ", scope.rank, " timed out after ",
                                                absl::FormatDuration(now - start), " waiting for ", what);
@@ -355,6 +356,12 @@ void Rendezvous::CheckDeadlines() {
     cv_.notify_all();
   }
   Deliver(reports);
+}
+
+void Rendezvous::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  cv_.notify_all();
 }
 
 int Rendezvous::Waiters() const {

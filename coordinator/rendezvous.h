@@ -121,6 +121,11 @@ class Rendezvous {
   // deadline has passed with ranks missing. Call periodically.
   void CheckDeadlines();
 
+  // The coordinator is stopping: every blocked call returns UNAVAILABLE
+  // ("the coordinator is shutting down") WITHOUT failing its generation, and
+  // later blocking calls return it at once. Irreversible.
+  void Shutdown();
+
   // Calls blocked right now (tests wait for this before advancing a clock).
   int Waiters() const;
   // Whether every rank of the generation has checked in.
@@ -169,6 +174,7 @@ class Rendezvous {
   std::condition_variable cv_;
   std::map<std::string, JobRendezvous> jobs_;
   int waiters_ = 0;
+  bool shutting_down_ = false;
 };
 
 }  // namespace ringmaster::coordinator

@@ -1,0 +1,50 @@
+#include "coordinator/checkpoint_service.h"
+
+#include <utility>
+
+#include "coordinator/grpc_status.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+CheckpointService::CheckpointService(JobController* controller) : controller_(controller) {}
+
+grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext* context,
+                                                    const v1::CommitCheckpointRequest* request,
+                                                    v1::CommitCheckpointResponse* response) {
+  if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
+  ShardCommit commit;
+  commit.job_id = request->job_id();
+  commit.generation = request->generation();
+  commit.step = request->step();
+  commit.path = request->path();
+  commit.rank = request->rank();
+  commit.pipeline_stage = request->pipeline_stage();
+  commit.pipeline_stages = request->pipeline_stages();
+  commit.files.assign(request->files().begin(), request->files().end());
+  absl::StatusOr<CommitResult> result = controller_->CommitCheckpoint(commit);
+  if (!result.ok()) return Reply(context, result.status());
+  *response->mutable_checkpoint() = std::move(result->checkpoint);
+  for (std::string& path : result->prune_paths) response->add_prune_paths(std::move(path));
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CheckpointService::GetLatestCheckpoint(grpc::CallbackServerContext* context,
+                                                                 const v1::GetLatestCheckpointRequest* request,
+                                                                 v1::GetLatestCheckpointResponse* response) {
+  if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
+  absl::StatusOr<v1::CheckpointInfo> latest = controller_->LatestCheckpoint(request->job_id());
+  if (!latest.ok()) return Reply(context, latest.status());
+  *response->mutable_checkpoint() = *std::move(latest);
+  return Reply(context, absl::OkStatus());
+}
+
+}  // namespace ringmaster::coordinator

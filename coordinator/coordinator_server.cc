@@ -1,0 +1,254 @@
+#include "coordinator/coordinator_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/metrics_http.h"
+#include "common/status_macros.h"
+#include "coordinator/checkpoint_registry.h"
+#include "coordinator/checkpoint_service.h"
+#include "coordinator/coordinator_metrics.h"
+#include "coordinator/executor.h"
+#include "coordinator/job_controller.h"
+#include "coordinator/job_service.h"
+#include "coordinator/job_watchers.h"
+#include "coordinator/log_store.h"
+#include "coordinator/node_registry.h"
+#include "coordinator/node_service.h"
+#include "coordinator/node_sessions.h"
+#include "coordinator/rendezvous.h"
+#include "coordinator/rendezvous_service.h"
+#include "coordinator/rpc_metrics_interceptor.h"
+#include "coordinator/store.h"
+#include "coordinator/ticker.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+constexpr int kMaxMessageBytes = 32 << 20;  // a LogChunk of 256 lines of 64 KiB fits
+
+// "host:port" / "[v6]:port" -> host, port.
+absl::Status SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), port)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", address, "\" is not host:port"));
+  }
+  *host = address.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  if (host->empty()) *host = "0.0.0.0";
+  return absl::OkStatus();
+}
+
+// Binds a throwaway socket to a numeric host:port to name the reason gRPC
+// would fail with ("Address already in use"); OK for what it cannot check.
+absl::Status CheckBindable(const std::string& address) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(address, &host, &port).ok() || port == 0) return absl::OkStatus();
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(*v4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(*v6);
+  } else {
+    return absl::OkStatus();  // a name: gRPC resolves it
+  }
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::OkStatus();
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC does
+  const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
+  const int error = errno;
+  ::close(fd);
+  if (rc == 0) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("cannot listen on ", address, ": ", std::strerror(error)));
+}
+
+}  // namespace
+
+CoordinatorServer::CoordinatorServer(const CoordinatorConfig& config, Clock* clock) : config_(config), clock_(clock) {}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(const CoordinatorConfig& config,
+                                                                            Clock* clock) {
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer(config, clock));
+  RETURN_IF_ERROR(server->Build());
+  RETURN_IF_ERROR(server->Serve());
+  return server;
+}
+
+absl::Status CoordinatorServer::Build() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.state_dir, ec);
+  if (ec)
+    return absl::UnavailableError(
+        absl::StrCat("cannot create the state directory ", config_.state_dir, ": ", ec.message()));
+  const std::string db = config_.state_dir + "/coordinator.db";
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open({db});
+  if (!store.ok()) {
+    return absl::Status(store.status().code(),
+                        absl::StrCat("cannot open the database ", db, ": ", store.status().message()));
+  }
+  store_ = *std::move(store);
+  nodes_ = std::make_unique<NodeRegistry>(clock_, store_.get(), NodeRegistryOptions{config_.heartbeat_interval, 3});
+  RETURN_IF_ERROR(nodes_->Recover());
+  checkpoints_ = std::make_unique<CheckpointRegistry>(clock_, store_.get());
+  RETURN_IF_ERROR(checkpoints_->Recover());
+  rendezvous_ = std::make_unique<Rendezvous>(clock_);
+  registry_ = std::make_unique<MetricsRegistry>();
+  ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get()));
+
+  JobControllerOptions options;
+  options.rendezvous_timeout = config_.rendezvous_timeout;
+  options.stop_grace_period = config_.stop_grace_period;
+  options.checkpoint_root =
+      config_.checkpoint_root.empty() ? config_.state_dir + "/checkpoints" : config_.checkpoint_root;
+  options.on_schedule_pass = [metrics = metrics_.get()](absl::Duration d) { metrics->ObserveSchedulingPass(d); };
+  controller_ = std::make_unique<JobController>(clock_, store_.get(), nodes_.get(), checkpoints_.get(),
+                                                rendezvous_.get(), options);
+  rendezvous_->SetListener(controller_.get());
+
+  absl::StatusOr<std::unique_ptr<LogStore>> logs = LogStore::Open({config_.state_dir + "/logs"});
+  if (!logs.ok()) return logs.status();
+  logs_ = *std::move(logs);
+  watchers_ = std::make_unique<JobWatchers>();
+  sessions_ = std::make_unique<NodeSessions>(controller_.get(), nodes_.get());
+  controller_->AddListener(metrics_.get());
+  controller_->AddListener(watchers_.get());
+  controller_->AddListener(sessions_.get());
+  if (absl::Status s = controller_->Recover(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot recover the jobs of ", db, ": ", s.message()));
+  }
+  std::vector<v1::Job> jobs;
+  ListJobsQuery query;
+  query.page_size = 1000;
+  do {
+    ASSIGN_OR_RETURN(ListJobsPage page, controller_->ListJobs(query));
+    jobs.insert(jobs.end(), page.jobs.begin(), page.jobs.end());
+    query.page_token = page.next_page_token;
+  } while (!query.page_token.empty());
+  metrics_->Seed(jobs);
+  metrics_->SetSessionCount([sessions = sessions_.get()] { return sessions->open_sessions(); });
+  spdlog::info("recovered {} job(s) and {} node(s) from {}", jobs.size(), nodes_->ListNodes().size(), db);
+
+  work_ = std::make_unique<Executor>(ExecutorOptions{"rm-streams", config_.worker_threads, false});
+  waits_ = std::make_unique<Executor>(ExecutorOptions{"rm-rdzv-waits", config_.max_rendezvous_waits, true});
+  if (config_.tick_interval > absl::ZeroDuration()) {
+    ticker_ = std::make_unique<Ticker>(config_.tick_interval, [this] { Tick(); });
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorServer::Serve() {
+  auto poke = [this] { Poke(); };
+  job_service_ =
+      std::make_unique<JobService>(controller_.get(), nodes_.get(), watchers_.get(), logs_.get(), work_.get(), poke,
+                                   StreamLogsOptions{256, 256 << 10, config_.log_follow_linger});
+  SessionOptions session_options;
+  session_options.stop_grace_period = config_.stop_grace_period;
+  node_service_ = std::make_unique<NodeService>(
+      controller_.get(), nodes_.get(), sessions_.get(), logs_.get(), work_.get(), poke,
+      [metrics = metrics_.get()](const AppendResult& r) {
+        metrics->CountLogLines(r.appended, r.duplicates, r.invalid);
+      },
+      session_options);
+  rendezvous_service_ = std::make_unique<RendezvousService>(rendezvous_.get(), waits_.get());
+  checkpoint_service_ = std::make_unique<CheckpointService>(controller_.get());
+
+  RETURN_IF_ERROR(CheckBindable(config_.listen));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  // Another server on the port must be an error, not a second listener.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(job_service_.get());
+  builder.RegisterService(node_service_.get());
+  builder.RegisterService(rendezvous_service_.get());
+  builder.RegisterService(checkpoint_service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>(metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", config_.listen, ": the port is in use or the address is not local"));
+  }
+  server_->GetHealthCheckService()->SetServingStatus(true);
+
+  if (!config_.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(config_.metrics_listen, &host, &port); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("metrics address: ", s.message()));
+    }
+    metrics_http_ = std::make_unique<MetricsHttpServer>(registry_.get());
+    if (absl::Status s = metrics_http_->Start(host, port); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("cannot serve /metrics: ", s.message()));
+    }
+  }
+  if (ticker_ != nullptr) ticker_->Start();
+  spdlog::info("coordinator serving on {} (port {}){}", config_.listen, port_,
+               metrics_http_ ? absl::StrCat(", /metrics on ", metrics_http_->address()) : std::string());
+  return absl::OkStatus();
+}
+
+void CoordinatorServer::Poke() {
+  if (ticker_ != nullptr) ticker_->Poke();
+}
+
+void CoordinatorServer::Tick() {
+  controller_->Tick();
+  sessions_->CloseInvalid();
+}
+
+int CoordinatorServer::metrics_port() const { return metrics_http_ != nullptr ? metrics_http_->port() : 0; }
+
+void CoordinatorServer::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (ticker_ != nullptr) ticker_->Stop();
+  const absl::Status stopping = absl::UnavailableError("the coordinator is shutting down");
+  if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
+  // Everything that would keep a call open ends now, so that the server's
+  // shutdown does not wait for its deadline.
+  if (rendezvous_ != nullptr) rendezvous_->Shutdown();
+  if (sessions_ != nullptr) sessions_->CloseAll(stopping);
+  if (watchers_ != nullptr) watchers_->CloseAll(stopping);
+  if (node_service_ != nullptr) node_service_->CloseStreams(stopping);
+  spdlog::debug("shutdown: streams closed");
+  if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + config_.shutdown_timeout));
+  spdlog::debug("shutdown: server stopped");
+  // Tasks left (reactors finishing) run, then the threads end.
+  if (waits_ != nullptr) waits_->Shutdown();
+  if (work_ != nullptr) work_->Shutdown();
+  if (metrics_http_ != nullptr) metrics_http_->Stop();
+  if (server_ != nullptr) spdlog::info("coordinator stopped");
+}
+
+}  // namespace ringmaster::coordinator

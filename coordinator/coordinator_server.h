@@ -1,0 +1,144 @@
+#ifndef RINGMASTER_COORDINATOR_COORDINATOR_SERVER_H_
+#define RINGMASTER_COORDINATOR_COORDINATOR_SERVER_H_
+
+// CoordinatorServer: the coordinator, assembled. The composition root that
+// main() runs (and tests run in-process, on a FakeClock and port 0): it
+// builds and wires everything in dependency order,
+//
+//   Store (<state_dir>/coordinator.db) -> NodeRegistry, CheckpointRegistry
+//   (Recover) -> Rendezvous -> CoordinatorMetrics -> JobController (the
+//   Rendezvous' listener) -> LogStore (<state_dir>/logs) -> JobWatchers,
+//   NodeSessions (the controller's listeners, with the metrics) ->
+//   JobController::Recover -> executors -> the four gRPC services, health
+//   (SERVING) and reflection -> /metrics -> the ticker (JobController::Tick
+//   and NodeSessions::CloseInvalid every tick_interval, and soon after a
+//   submission, a registration or a rank exit),
+//
+// and takes it down in the reverse order (Shutdown).
+//
+// Thread-safe: Start, Shutdown and the accessors may be called from any
+// thread; the accessors' objects live until the destructor.
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace ringmaster {
+class MetricsHttpServer;
+}  // namespace ringmaster
+
+namespace ringmaster::coordinator {
+
+class CheckpointRegistry;
+class CheckpointService;
+class CoordinatorMetrics;
+class Executor;
+class JobController;
+class JobService;
+class JobWatchers;
+class LogStore;
+class NodeRegistry;
+class NodeService;
+class NodeSessions;
+class Rendezvous;
+class RendezvousService;
+class RpcMetricsInterceptorFactory;
+class Store;
+class Ticker;
+
+struct CoordinatorConfig {
+  // gRPC host:port; port 0 picks a free one (port()).
+  std::string listen = "127.0.0.1:50051";
+  // The database (coordinator.db) and the logs (logs/) live here; created.
+  std::string state_dir = "/var/lib/ringmaster/coordinator";
+  // host:port of /metrics; empty: no metrics endpoint; port 0: a free one.
+  std::string metrics_listen = "127.0.0.1:9464";
+  // Workers heartbeat this often; a node's lease is 3 intervals.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration rendezvous_timeout = absl::Minutes(5);
+  absl::Duration stop_grace_period = absl::Seconds(30);
+  // Checkpoints of jobs that name no directory; empty: <state_dir>/checkpoints.
+  std::string checkpoint_root;
+  // Zero: no ticker thread (tests call Tick()).
+  absl::Duration tick_interval = absl::Milliseconds(250);
+  // Graceful shutdown: calls in flight get this long to finish.
+  absl::Duration shutdown_timeout = absl::Seconds(5);
+  // StreamLogs -f: how long after the job ends to wait for its last lines.
+  absl::Duration log_follow_linger = absl::Seconds(2);
+  size_t worker_threads = 4;           // executor of the stream reactors
+  size_t max_rendezvous_waits = 4096;  // GetNcclUniqueId/KvWait calls blocked at once
+};
+
+class CoordinatorServer {
+ public:
+  // Builds, recovers and starts serving. Errors name what failed, as one
+  // line: "cannot open the database /x/coordinator.db: ...", "cannot listen
+  // on 127.0.0.1:50051: the address is in use or not local", ...
+  // `clock` is not owned; it must outlive the server.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(const CoordinatorConfig& config, Clock* clock);
+  ~CoordinatorServer();  // Shutdown()
+
+  // Stops in reverse order: the ticker; health NOT_SERVING; blocked
+  // rendezvous waits, sessions and watch/log streams end with UNAVAILABLE;
+  // the gRPC server (shutdown_timeout for calls in flight); the executors;
+  // /metrics. The store closes with the destructor. Idempotent.
+  void Shutdown();
+
+  // One tick, as the ticker does it (tests with tick_interval zero).
+  void Tick();
+
+  int port() const { return port_; }
+  int metrics_port() const;
+  JobController& controller() { return *controller_; }
+  NodeRegistry& nodes() { return *nodes_; }
+  Rendezvous& rendezvous() { return *rendezvous_; }
+  LogStore& logs() { return *logs_; }
+  NodeSessions& sessions() { return *sessions_; }
+  MetricsRegistry& metrics_registry() { return *registry_; }
+
+ private:
+  CoordinatorServer(const CoordinatorConfig& config, Clock* clock);
+  absl::Status Build();
+  absl::Status Serve();
+  void Poke();
+
+  const CoordinatorConfig config_;
+  Clock* const clock_;
+  int port_ = 0;
+  std::mutex shutdown_mu_;
+  bool shut_down_ = false;
+
+  // In construction order; destroyed in reverse.
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<NodeRegistry> nodes_;
+  std::unique_ptr<CheckpointRegistry> checkpoints_;
+  std::unique_ptr<Rendezvous> rendezvous_;
+  std::unique_ptr<MetricsRegistry> registry_;
+  std::unique_ptr<CoordinatorMetrics> metrics_;
+  std::unique_ptr<JobController> controller_;
+  std::unique_ptr<LogStore> logs_;
+  std::unique_ptr<JobWatchers> watchers_;
+  std::unique_ptr<NodeSessions> sessions_;
+  std::unique_ptr<Executor> work_;
+  std::unique_ptr<Executor> waits_;
+  std::unique_ptr<JobService> job_service_;
+  std::unique_ptr<NodeService> node_service_;
+  std::unique_ptr<RendezvousService> rendezvous_service_;
+  std::unique_ptr<CheckpointService> checkpoint_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::unique_ptr<Ticker> ticker_;
+};
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_COORDINATOR_SERVER_H_

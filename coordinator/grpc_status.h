@@ -1,0 +1,28 @@
+#ifndef RINGMASTER_COORDINATOR_GRPC_STATUS_H_
+#define RINGMASTER_COORDINATOR_GRPC_STATUS_H_
+
+// absl::Status <-> grpc::Status: the codes map one to one (both follow
+// google.rpc.Code), the message is kept. Header-only; thread-safe.
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+
+namespace ringmaster::coordinator {
+
+inline grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  const int code = static_cast<int>(status.code());
+  return grpc::Status(code >= 1 && code <= 16 ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN,
+                      std::string(status.message()));
+}
+
+inline absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_GRPC_STATUS_H_

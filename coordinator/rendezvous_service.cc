@@ -1,0 +1,125 @@
+#include "coordinator/rendezvous_service.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "coordinator/grpc_status.h"
+#include "coordinator/proto_time.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+absl::StatusOr<RendezvousScope> Scope(const v1::RendezvousScope& scope) {
+  if (scope.job_id().empty()) return absl::InvalidArgumentError("scope.job_id: must not be empty");
+  if (scope.generation() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("scope.generation: must be >= 1, got ", scope.generation()));
+  }
+  return RendezvousScope{scope.job_id(), scope.generation(), scope.rank()};
+}
+
+// The earliest of the request's timeout (zero: none) and the call's deadline;
+// zero means none (the generation's deadline bounds the wait).
+absl::Duration WaitTimeout(const grpc::CallbackServerContext* context, const google::protobuf::Duration& timeout) {
+  absl::Duration wait = FromProtoDuration(timeout);
+  if (wait < absl::ZeroDuration()) wait = absl::ZeroDuration();
+  const auto deadline = context->deadline();
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    // At least a millisecond: zero would mean "no timeout".
+    absl::Duration left = std::max(absl::FromChrono(deadline) - absl::Now(), absl::Milliseconds(1));
+    if (wait == absl::ZeroDuration() || left < wait) wait = left;
+  }
+  return wait;
+}
+
+// Runs `wait` on the waits executor and finishes the call with its status.
+grpc::ServerUnaryReactor* Blocking(grpc::CallbackServerContext* context, Executor* waits,
+                                   std::function<absl::Status()> wait) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!waits->Post([reactor, wait = std::move(wait)] { reactor->Finish(ToGrpcStatus(wait())); })) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 "too many rendezvous calls are waiting on the coordinator; retry"));
+  }
+  return reactor;
+}
+
+}  // namespace
+
+RendezvousService::RendezvousService(Rendezvous* rendezvous, Executor* waits)
+    : rendezvous_(rendezvous), waits_(waits) {}
+
+grpc::ServerUnaryReactor* RendezvousService::PublishNcclUniqueId(grpc::CallbackServerContext* context,
+                                                                 const v1::PublishNcclUniqueIdRequest* request,
+                                                                 v1::PublishNcclUniqueIdResponse*) {
+  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  if (!scope.ok()) return Reply(context, scope.status());
+  return Reply(context, rendezvous_->PublishNcclUniqueId(*scope, request->communicator(), request->unique_id()));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::GetNcclUniqueId(grpc::CallbackServerContext* context,
+                                                             const v1::GetNcclUniqueIdRequest* request,
+                                                             v1::GetNcclUniqueIdResponse* response) {
+  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  if (!scope.ok()) return Reply(context, scope.status());
+  const absl::Duration timeout = WaitTimeout(context, request->timeout());
+  return Blocking(context, waits_,
+                  [this, scope = *scope, communicator = request->communicator(), timeout, response]() -> absl::Status {
+                    absl::StatusOr<std::string> id = rendezvous_->GetNcclUniqueId(scope, communicator, timeout);
+                    if (!id.ok()) return id.status();
+                    response->set_unique_id(*std::move(id));
+                    return absl::OkStatus();
+                  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvSet(grpc::CallbackServerContext* context,
+                                                   const v1::KvSetRequest* request, v1::KvSetResponse*) {
+  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  if (!scope.ok()) return Reply(context, scope.status());
+  return Reply(context, rendezvous_->KvSet(*scope, request->key(), request->value()));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* context,
+                                                   const v1::KvGetRequest* request, v1::KvGetResponse* response) {
+  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  if (!scope.ok()) return Reply(context, scope.status());
+  absl::StatusOr<std::optional<std::string>> value = rendezvous_->KvGet(*scope, request->key());
+  if (!value.ok()) return Reply(context, value.status());
+  response->set_found(value->has_value());
+  if (value->has_value()) response->set_value(**value);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext* context,
+                                                    const v1::KvWaitRequest* request, v1::KvWaitResponse* response) {
+  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  if (!scope.ok()) return Reply(context, scope.status());
+  const absl::Duration timeout = WaitTimeout(context, request->timeout());
+  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+  return Blocking(context, waits_, [this, scope = *scope, keys = std::move(keys), timeout, response]() -> absl::Status {
+    absl::StatusOr<std::vector<std::string>> values = rendezvous_->KvWait(scope, keys, timeout);
+    if (!values.ok()) return values.status();
+    for (std::string& v : *values) response->add_values(std::move(v));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvAdd(grpc::CallbackServerContext* context,
+                                                   const v1::KvAddRequest* request, v1::KvAddResponse* response) {
+  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  if (!scope.ok()) return Reply(context, scope.status());
+  absl::StatusOr<int64_t> value = rendezvous_->KvAdd(*scope, request->key(), request->delta());
+  if (!value.ok()) return Reply(context, value.status());
+  response->set_value(*value);
+  return Reply(context, absl::OkStatus());
+}
+
+}  // namespace ringmaster::coordinator

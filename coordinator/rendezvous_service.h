@@ -1,0 +1,55 @@
+#ifndef RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
+#define RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
+
+// RendezvousService: the gRPC adapter of ringmaster.v1.RendezvousService
+// over the Rendezvous (how a generation's ranks find each other). Owns no
+// state; fencing errors (FAILED_PRECONDITION) and the rest pass through with
+// their codes.
+//
+//   PublishNcclUniqueId, KvSet, KvGet, KvAdd: unary, answered inline (a map
+//     update under the Rendezvous lock).
+//   GetNcclUniqueId, KvWait: they block until the data is there or time runs
+//     out (the request's timeout, the call's gRPC deadline, the generation's
+//     rendezvous deadline, whichever is first), so they run on the `waits`
+//     executor, never on a gRPC thread. When every one of its threads is
+//     waiting, a new blocking call fails at once with RESOURCE_EXHAUSTED.
+//     A call the client cancels keeps its thread until its own deadline.
+//
+// Thread-safe; the Rendezvous and the executor must outlive the server (stop
+// them in the order Rendezvous::Shutdown, server Shutdown, executor
+// Shutdown, so that no wait outlives the server).
+
+#include "coordinator/executor.h"
+#include "coordinator/rendezvous.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/rendezvous_service.grpc.pb.h"
+
+namespace ringmaster::coordinator {
+
+class RendezvousService final : public v1::RendezvousService::CallbackService {
+ public:
+  RendezvousService(Rendezvous* rendezvous, Executor* waits);
+
+  grpc::ServerUnaryReactor* PublishNcclUniqueId(grpc::CallbackServerContext* context,
+                                                const v1::PublishNcclUniqueIdRequest* request,
+                                                v1::PublishNcclUniqueIdResponse* response) override;
+  grpc::ServerUnaryReactor* GetNcclUniqueId(grpc::CallbackServerContext* context,
+                                            const v1::GetNcclUniqueIdRequest* request,
+                                            v1::GetNcclUniqueIdResponse* response) override;
+  grpc::ServerUnaryReactor* KvSet(grpc::CallbackServerContext* context, const v1::KvSetRequest* request,
+                                  v1::KvSetResponse* response) override;
+  grpc::ServerUnaryReactor* KvGet(grpc::CallbackServerContext* context, const v1::KvGetRequest* request,
+                                  v1::KvGetResponse* response) override;
+  grpc::ServerUnaryReactor* KvWait(grpc::CallbackServerContext* context, const v1::KvWaitRequest* request,
+                                   v1::KvWaitResponse* response) override;
+  grpc::ServerUnaryReactor* KvAdd(grpc::CallbackServerContext* context, const v1::KvAddRequest* request,
+                                  v1::KvAddResponse* response) override;
+
+ private:
+  Rendezvous* const rendezvous_;
+  Executor* const waits_;
+};
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_RENDEZVOUS_SERVICE_H_
