@@ -81,21 +81,28 @@ void AgentClient::ReportStep(const StepReport& step) {
     m.set_eval_loss(last_eval_.eval_loss());
     m.set_eval_accuracy(last_eval_.eval_accuracy());
     m.set_eval_step(last_eval_.eval_step());
+    latest_ = m;
     pending_ = std::move(m);
   }
   cv_.notify_all();
 }
 
 void AgentClient::ReportEval(const EvalReport& eval) {
-  std::lock_guard<std::mutex> lock(mu_);
-  last_eval_.set_eval_loss(eval.loss);
-  last_eval_.set_eval_accuracy(eval.accuracy >= 0 ? eval.accuracy : 0);
-  last_eval_.set_eval_step(eval.step);
-  if (pending_.has_value()) {
-    pending_->set_eval_loss(eval.loss);
-    pending_->set_eval_accuracy(eval.accuracy >= 0 ? eval.accuracy : 0);
-    pending_->set_eval_step(eval.step);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_eval_.set_eval_loss(eval.loss);
+    last_eval_.set_eval_accuracy(eval.accuracy >= 0 ? eval.accuracy : 0);
+    last_eval_.set_eval_step(eval.step);
+    // An evaluation comes after its step's report may have gone (the final
+    // one always does): send the latest step again, carrying it.
+    if (!pending_.has_value() && latest_.has_value()) pending_ = latest_;
+    if (pending_.has_value()) {
+      pending_->set_eval_loss(eval.loss);
+      pending_->set_eval_accuracy(eval.accuracy >= 0 ? eval.accuracy : 0);
+      pending_->set_eval_step(eval.step);
+    }
   }
+  cv_.notify_all();
 }
 
 void AgentClient::SendLoop() {

@@ -62,6 +62,7 @@ class AgentClient {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::optional<v1::StepMetrics> pending_;  // guarded by mu_
+  std::optional<v1::StepMetrics> latest_;   // guarded by mu_: the last step reported
   v1::StepMetrics last_eval_;               // guarded by mu_ (eval fields only)
   bool stop_requested_ = false;             // guarded by mu_
   bool shutdown_ = false;                   // guarded by mu_

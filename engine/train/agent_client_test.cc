@@ -128,6 +128,26 @@ TEST_F(AgentClientTest, ReportsTheLatestStepAndLearnsToStop) {
   EXPECT_TRUE(client->stop_requested());
 }
 
+// The final evaluation follows the last step's report: it must still reach the worker.
+TEST_F(AgentClientTest, AnEvaluationAfterTheLastStepIsReported) {
+  {
+    auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
+    client->ReportStep(Step(9));
+    for (int i = 0; i < 500 && worker_.reports().empty(); ++i) absl::SleepFor(absl::Milliseconds(10));
+    ASSERT_EQ(worker_.reports().size(), 1u);
+    EvalReport eval;
+    eval.step = 9;
+    eval.loss = 0.25;
+    eval.accuracy = 0.9;
+    client->ReportEval(eval);
+  }  // the destructor sends what is pending
+  auto reports = worker_.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports.back().metrics().step(), 9);
+  EXPECT_EQ(reports.back().metrics().eval_accuracy(), 0.9);
+  EXPECT_EQ(reports.back().metrics().eval_step(), 9);
+}
+
 TEST_F(AgentClientTest, CommitsACheckpointWithItsManifest) {
   std::string dir = ::testing::TempDir() + "/ckpt";
   CheckpointContents contents;
