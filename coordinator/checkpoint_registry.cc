@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace ringmaster::coordinator {

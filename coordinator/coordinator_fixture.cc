@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/test_util.h"
 
 namespace ringmaster::coordinator::testing {

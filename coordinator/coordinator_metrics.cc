@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state_machine.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
 namespace {

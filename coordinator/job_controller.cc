@@ -11,7 +11,7 @@
 #include "common/spec.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state_machine.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
 namespace {

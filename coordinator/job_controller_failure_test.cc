@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_controller.h"
 #include "coordinator/job_controller_fixture.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "gtest/gtest.h"
 
 namespace ringmaster::coordinator {

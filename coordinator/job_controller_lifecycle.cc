@@ -9,7 +9,7 @@
 #include "common/status_macros.h"
 #include "coordinator/job_controller.h"
 #include "coordinator/job_state_machine.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/rank_layout.h"
 #include "spdlog/spdlog.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "coordinator/job_controller_fixture.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "gtest/gtest.h"
 
 namespace ringmaster::coordinator {

@@ -17,7 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
 namespace {

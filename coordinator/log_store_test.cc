@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/test_util.h"
 #include "gtest/gtest.h"
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/coordinator_fixture.h"
 #include "coordinator/log_store.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/test_util.h"
 #include "gtest/gtest.h"
 

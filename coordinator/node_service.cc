@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/orders_proto.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
 namespace {

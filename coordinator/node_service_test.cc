@@ -5,7 +5,7 @@
 #include "coordinator/coordinator_fixture.h"
 #include "coordinator/node_registry.h"
 #include "coordinator/node_sessions.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/test_util.h"
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 #include "coordinator/orders_proto.h"
 
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
 

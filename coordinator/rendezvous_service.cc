@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/grpc_status.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
 namespace {

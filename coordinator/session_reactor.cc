@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/grpc_status.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/sqlite_db.h"
 #include "coordinator/store.h"
 #include "coordinator/test_util.h"

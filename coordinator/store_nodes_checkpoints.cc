@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/store.h"
 
 namespace ringmaster::coordinator {

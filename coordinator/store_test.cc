@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "coordinator/proto_time.h"
+#include "common/proto_time.h"
 #include "coordinator/sqlite_db.h"
 #include "coordinator/store_schema.h"
 #include "coordinator/test_util.h"

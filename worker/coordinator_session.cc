@@ -9,7 +9,7 @@
 #include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
 #include "worker/grpc_status.h"
-#include "worker/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::worker {
 namespace {

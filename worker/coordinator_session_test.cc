@@ -17,7 +17,7 @@
 #include "worker/paths.h"
 #include "worker/process_control.h"
 #include "worker/process_supervisor.h"
-#include "worker/proto_time.h"
+#include "common/proto_time.h"
 #include "worker/rank_launcher.h"
 #include "worker/test_util.h"
 

@@ -3,7 +3,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "worker/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::worker::testing {
 

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "worker/proto_time.h"
+#include "common/proto_time.h"
 #include "worker/utf8.h"
 
 namespace ringmaster::worker {

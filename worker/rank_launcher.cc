@@ -13,7 +13,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "spdlog/spdlog.h"
 #include "worker/paths.h"
-#include "worker/proto_time.h"
+#include "common/proto_time.h"
 
 namespace ringmaster::worker {
 namespace {

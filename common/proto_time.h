@@ -1,5 +1,5 @@
-#ifndef RINGMASTER_COORDINATOR_PROTO_TIME_H_
-#define RINGMASTER_COORDINATOR_PROTO_TIME_H_
+#ifndef RINGMASTER_COMMON_PROTO_TIME_H_
+#define RINGMASTER_COMMON_PROTO_TIME_H_
 
 // absl::Time <-> google.protobuf.Timestamp / Duration, and the microsecond
 // integers the store keeps. Pure functions; thread-safe.
@@ -10,7 +10,7 @@
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/timestamp.pb.h"
 
-namespace ringmaster::coordinator {
+namespace ringmaster {
 
 inline google::protobuf::Timestamp ToProtoTime(absl::Time t) {
   google::protobuf::Timestamp ts;
@@ -51,6 +51,6 @@ inline google::protobuf::Timestamp FromMicros(int64_t us) {
   return ToProtoTime(absl::FromUnixMicros(us));
 }
 
-}  // namespace ringmaster::coordinator
+}  // namespace ringmaster
 
-#endif  // RINGMASTER_COORDINATOR_PROTO_TIME_H_
+#endif  // RINGMASTER_COMMON_PROTO_TIME_H_
