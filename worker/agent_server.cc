@@ -155,6 +155,11 @@ class AgentServer::Services {
       return Scoped(context, *request, response,
                     [this](auto* c, auto* q, auto* r, auto done) { stub_->async()->KvGet(c, q, r, std::move(done)); });
     }
+    grpc::ServerUnaryReactor* KvAdd(grpc::CallbackServerContext* context, const v1::KvAddRequest* request,
+                                    v1::KvAddResponse* response) override {
+      return Scoped(context, *request, response,
+                    [this](auto* c, auto* q, auto* r, auto done) { stub_->async()->KvAdd(c, q, r, std::move(done)); });
+    }
     grpc::ServerUnaryReactor* KvWait(grpc::CallbackServerContext* context, const v1::KvWaitRequest* request,
                                      v1::KvWaitResponse* response) override {
       return Scoped(context, *request, response,

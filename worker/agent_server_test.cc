@@ -51,6 +51,13 @@ class FakeRendezvous final : public v1::RendezvousService::Service, public v1::C
     if (it != kv_.end()) response->set_value(it->second);
     return grpc::Status::OK;
   }
+  grpc::Status KvAdd(grpc::ServerContext*, const v1::KvAddRequest* request, v1::KvAddResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    scopes_.push_back(request->scope());
+    counters_[request->key()] += request->delta();
+    response->set_value(counters_[request->key()]);
+    return grpc::Status::OK;
+  }
   // Never finds the keys: waits until the call's deadline or cancellation.
   grpc::Status KvWait(grpc::ServerContext* context, const v1::KvWaitRequest* request, v1::KvWaitResponse*) override {
     {
@@ -101,6 +108,7 @@ class FakeRendezvous final : public v1::RendezvousService::Service, public v1::C
   std::mutex mu_;
   std::vector<v1::RendezvousScope> scopes_;
   std::map<std::string, std::string> kv_;
+  std::map<std::string, int64_t> counters_;
   std::vector<v1::CommitCheckpointRequest> commits_;
   bool waiting_ = false;
   bool wait_cancelled_ = false;
@@ -183,6 +191,26 @@ class AgentServerTest : public ::testing::Test {
   std::mutex mu_;
   std::vector<v1::RankProgress> progress_;
 };
+
+// Store::Add through the worker (barriers count arrivals with it).
+TEST_F(AgentServerTest, ForwardsKvAddToTheCoordinator) {
+  StartAgent();
+  v1::KvAddRequest add;
+  *add.mutable_scope() = Scope("j", 2, 1);
+  add.set_key("barrier/0");
+  add.set_delta(1);
+  v1::KvAddResponse response;
+  grpc::Status status = rendezvous_->KvAdd(Context().get(), add, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.value(), 1);
+  status = rendezvous_->KvAdd(Context().get(), add, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.value(), 2);
+  std::vector<v1::RendezvousScope> scopes = coordinator_.scopes();
+  ASSERT_EQ(scopes.size(), 2u);
+  EXPECT_EQ(scopes[1].job_id(), "j");
+  EXPECT_EQ(scopes[1].rank(), 1);
+}
 
 TEST_F(AgentServerTest, ForwardsKvSetAndKvGetToTheCoordinator) {
   StartAgent();
