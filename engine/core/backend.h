@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "engine/core/tensor.h"
 
 namespace ringmaster::engine {
@@ -47,6 +48,11 @@ class Backend {
   virtual Device device() const = 0;
   // The precision ops compute in (kF32, kF16 or kBF16).
   virtual DType compute_dtype() const = 0;
+  // Waits for the work this backend enqueued and returns the first device
+  // error an op hit since the last call (ops are void; a device backend keeps
+  // its first failure and turns later ops into no-ops). The CPU has nothing to
+  // wait for. The trainer calls it once per step.
+  virtual absl::Status Synchronize() { return absl::OkStatus(); }
 
   // ---- Memory -------------------------------------------------------------
   virtual Tensor Empty(const Shape& shape, DType dtype = DType::kF32) = 0;

@@ -1,0 +1,173 @@
+#include "engine/cuda/caching_allocator.h"
+
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ringmaster::engine {
+namespace {
+
+// Host memory standing in for device memory, with a capacity and a record of
+// the segments it handed out.
+class FakeRawAllocator : public RawDeviceAllocator {
+ public:
+  struct State {
+    size_t capacity = size_t{1} << 30;
+    size_t in_use = 0;
+    int mallocs = 0;
+    int frees = 0;
+    std::set<void*> live;
+  };
+  explicit FakeRawAllocator(State* state) : state_(state) {}
+  absl::StatusOr<void*> Malloc(size_t bytes) override {
+    if (state_->in_use + bytes > state_->capacity) return absl::ResourceExhaustedError("fake device full");
+    void* p = std::malloc(bytes);
+    state_->in_use += bytes;
+    ++state_->mallocs;
+    state_->live.insert(p);
+    sizes_[p] = bytes;
+    return p;
+  }
+  void Free(void* ptr) override {
+    ASSERT_EQ(state_->live.erase(ptr), 1u) << "double or foreign free";
+    state_->in_use -= sizes_[ptr];
+    ++state_->frees;
+    std::free(ptr);
+  }
+
+ private:
+  State* state_;
+  std::unordered_map<void*, size_t> sizes_;
+};
+
+constexpr uintptr_t kStream = 1;
+constexpr uintptr_t kOtherStream = 2;
+constexpr size_t kMiB = size_t{1} << 20;
+
+TEST(CachingAllocatorTest, RoundsSmallTo512AndLargeTo2MiB) {
+  EXPECT_EQ(CachingAllocator::RoundSize(0), 512u);
+  EXPECT_EQ(CachingAllocator::RoundSize(1), 512u);
+  EXPECT_EQ(CachingAllocator::RoundSize(512), 512u);
+  EXPECT_EQ(CachingAllocator::RoundSize(513), 1024u);
+  EXPECT_EQ(CachingAllocator::RoundSize(kMiB), kMiB);
+  EXPECT_EQ(CachingAllocator::RoundSize(kMiB + 1), 2 * kMiB);
+  EXPECT_EQ(CachingAllocator::RoundSize(5 * kMiB), 6 * kMiB);
+}
+
+TEST(CachingAllocatorTest, SmallBlocksShareASegmentAndAreReusedAfterFree) {
+  FakeRawAllocator::State state;
+  CachingAllocator alloc(std::make_unique<FakeRawAllocator>(&state));
+  void* a = *alloc.Allocate(100, kStream);
+  void* b = *alloc.Allocate(1000, kStream);
+  EXPECT_EQ(state.mallocs, 1) << "both fit one 2 MiB small segment";
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), 512);
+  EXPECT_EQ(alloc.stats().allocated_bytes, 512u + 1024u);
+  EXPECT_EQ(alloc.stats().reserved_bytes, CachingAllocator::kSmallSegment);
+  alloc.Free(a);
+  void* c = *alloc.Allocate(200, kStream);
+  EXPECT_EQ(c, a) << "the freed 512-byte block is the best fit";
+  EXPECT_EQ(state.mallocs, 1);
+  EXPECT_GE(alloc.stats().cache_hits, 2);
+  alloc.Free(b);
+  alloc.Free(c);
+  EXPECT_EQ(alloc.stats().allocated_bytes, 0u);
+  EXPECT_EQ(alloc.stats().peak_allocated_bytes, 1536u);
+}
+
+TEST(CachingAllocatorTest, FreedNeighboursMergeSoTheSegmentCanBeReleased) {
+  FakeRawAllocator::State state;
+  CachingAllocator alloc(std::make_unique<FakeRawAllocator>(&state));
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(*alloc.Allocate(4096, kStream));
+  // Free in an interleaved order: merging must happen on both sides.
+  for (int i : {1, 3, 0, 2, 5, 7, 6, 4}) alloc.Free(blocks[i]);
+  alloc.EmptyCache();
+  EXPECT_EQ(state.frees, 1);
+  EXPECT_TRUE(state.live.empty());
+  EXPECT_EQ(alloc.stats().reserved_bytes, 0u);
+}
+
+TEST(CachingAllocatorTest, LargeBlocksAreSplitAndTheRemainderReused) {
+  FakeRawAllocator::State state;
+  CachingAllocator alloc(std::make_unique<FakeRawAllocator>(&state));
+  void* big = *alloc.Allocate(20 * kMiB, kStream);
+  alloc.Free(big);
+  void* first = *alloc.Allocate(12 * kMiB, kStream);
+  EXPECT_EQ(first, big);
+  void* second = *alloc.Allocate(8 * kMiB, kStream);
+  EXPECT_EQ(static_cast<char*>(second), static_cast<char*>(big) + 12 * kMiB);
+  EXPECT_EQ(state.mallocs, 1);
+  alloc.Free(first);
+  alloc.Free(second);
+}
+
+TEST(CachingAllocatorTest, ALargeRequestDoesNotPinAMuchBiggerBlock) {
+  FakeRawAllocator::State state;
+  CachingAllocator alloc(std::make_unique<FakeRawAllocator>(&state));
+  void* big = *alloc.Allocate(64 * kMiB, kStream);
+  void* keep = *alloc.Allocate(2 * kMiB, kStream);  // a second segment
+  alloc.Free(big);
+  void* small_large = *alloc.Allocate(4 * kMiB, kStream);
+  EXPECT_NE(small_large, big);
+  EXPECT_EQ(state.mallocs, 3);
+  alloc.Free(keep);
+  alloc.Free(small_large);
+}
+
+TEST(CachingAllocatorTest, BlocksAreReusedOnlyOnTheirStream) {
+  FakeRawAllocator::State state;
+  CachingAllocator alloc(std::make_unique<FakeRawAllocator>(&state));
+  void* a = *alloc.Allocate(4 * kMiB, kStream);
+  alloc.Free(a);
+  void* b = *alloc.Allocate(4 * kMiB, kOtherStream);
+  EXPECT_NE(a, b);
+  void* c = *alloc.Allocate(4 * kMiB, kStream);
+  EXPECT_EQ(a, c);
+  alloc.Free(b);
+  alloc.Free(c);
+}
+
+TEST(CachingAllocatorTest, OutOfMemoryEmptiesTheCacheAndRetries) {
+  FakeRawAllocator::State state;
+  state.capacity = 10 * kMiB;
+  CachingAllocator alloc(std::make_unique<FakeRawAllocator>(&state));
+  void* a = *alloc.Allocate(6 * kMiB, kStream);
+  alloc.Free(a);  // cached, still reserved
+  absl::StatusOr<void*> b = alloc.Allocate(8 * kMiB, kOtherStream);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(state.frees, 1) << "the cached 6 MiB segment was given back";
+  absl::StatusOr<void*> c = alloc.Allocate(4 * kMiB, kStream);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
+  alloc.Free(*b);
+}
+
+TEST(CachingAllocatorTest, ConcurrentAllocateAndFreeKeepTheBooksStraight) {
+  FakeRawAllocator::State state;
+  CachingAllocator alloc(std::make_unique<FakeRawAllocator>(&state));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&alloc, t] {
+      std::vector<void*> mine;
+      for (int i = 0; i < 500; ++i) {
+        mine.push_back(*alloc.Allocate(512 * (1 + (i * 7 + t) % 50), kStream));
+        if (i % 3 == 2) {
+          alloc.Free(mine.front());
+          mine.erase(mine.begin());
+        }
+      }
+      for (void* p : mine) alloc.Free(p);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(alloc.stats().allocated_bytes, 0u);
+  alloc.EmptyCache();
+  EXPECT_EQ(alloc.stats().reserved_bytes, 0u);
+  EXPECT_TRUE(state.live.empty());
+}
+
+}  // namespace
+}  // namespace ringmaster::engine

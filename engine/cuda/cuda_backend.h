@@ -1,0 +1,125 @@
+#ifndef RINGMASTER_ENGINE_CUDA_CUDA_BACKEND_H_
+#define RINGMASTER_ENGINE_CUDA_CUDA_BACKEND_H_
+
+// CudaBackend: every Backend op on one CUDA device, enqueued on one compute
+// stream. GEMMs go through cuBLASLt, convolutions and batch norm through cuDNN,
+// the rest through our kernels (engine/kernels/). Float tensors are stored as
+// f32 (the contract allows it); with compute_dtype f16/bf16, GEMM operands are
+// converted to that type and multiplied on tensor cores with fp32
+// accumulation, and op outputs are rounded to it, like the CPU backend.
+//
+// Errors: ops are void (Backend contract). The first CUDA/cuBLAS/cuDNN failure
+// is kept, with its file:line, and every later op becomes a no-op until
+// Synchronize() returns it (and clears it). Shape/dtype mismatches are caller
+// bugs and CHECK, as on the CPU.
+//
+// Not thread-safe (one thread drives it), except allocator(), which is.
+// Implementation split by op family: cuda_backend.cc (construction, memory,
+// elementwise), cuda_gemm.cc, cuda_conv.cc, cuda_norm.cc, cuda_nn_ops.cc.
+
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/core/backend.h"
+#include "engine/cuda/caching_allocator.h"
+
+namespace ringmaster::engine {
+
+struct CudaBackendConfig {
+  int device = 0;                     // cudaSetDevice(device) on Create
+  DType compute_dtype = DType::kF32;  // kF32, kF16, kBF16
+  bool tf32 = false;                  // fp32 GEMMs/convs on TF32 tensor cores
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // FAILED_PRECONDITION (named clearly) without a device/driver;
+  // INVALID_ARGUMENT for a compute_dtype that is not f32/f16/bf16.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const CudaBackendConfig& config);
+  ~CudaBackend() override;
+
+  Device device() const override { return Device::kCuda; }
+  DType compute_dtype() const override { return config_.compute_dtype; }
+  const CudaBackendConfig& config() const { return config_; }
+  cudaStream_t compute_stream() const;
+  CachingAllocator& allocator();
+
+  // Waits for the compute stream and returns the first CUDA/cuBLAS/cuDNN error
+  // any op hit since the last call (later ops were no-ops), then clears it.
+  absl::Status Synchronize() override;
+
+  Tensor Empty(const Shape& shape, DType dtype = DType::kF32) override;
+  Tensor Zeros(const Shape& shape, DType dtype = DType::kF32) override;
+  // Asynchronous on the compute stream (the host tensor must stay alive and
+  // unchanged until the stream reaches the copy; pageable memory makes CUDA
+  // stage it, so in practice the call returns after the copy-out of the host).
+  void CopyFromHost(const Tensor& host_src, const Tensor& dst) override;
+  // Synchronises the compute stream: host_dst holds the values on return.
+  void CopyToHost(const Tensor& src, const Tensor& host_dst) override;
+  void Copy(const Tensor& src, const Tensor& dst) override;
+
+  void Fill(const Tensor& x, float value) override;
+  void Scale(const Tensor& x, float alpha) override;
+  void Axpy(float alpha, const Tensor& x, const Tensor& y) override;
+  void Add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void Convert(const Tensor& src, const Tensor& dst) override;
+  void RoundInPlace(const Tensor& x, DType dtype) override;
+  void NonFiniteCheck(const std::vector<Tensor>& tensors, const Tensor& flag) override;
+
+  void Gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, const Tensor& c,
+            const Tensor* bias = nullptr) override;
+  void GemmBatched(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
+                   const Tensor& c) override;
+  void BiasGrad(const Tensor& dy, const Tensor& dbias) override;
+
+  void ReluForward(const Tensor& x, const Tensor& y) override;
+  void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) override;
+  void GeluForward(const Tensor& x, const Tensor& y) override;
+  void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) override;
+  void DropoutForward(const Tensor& x, float p, uint64_t key, const Tensor& mask, const Tensor& y) override;
+  void DropoutBackward(const Tensor& dy, const Tensor& mask, const Tensor& dx) override;
+
+  void Conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, const Conv2dGeometry& g,
+                     const Tensor& y) override;
+  void Conv2dBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv2dGeometry& g, const Tensor* dx,
+                      const Tensor& dw, const Tensor* dbias) override;
+  void MaxPool2dForward(const Tensor& x, int64_t k, int64_t s, const Tensor& y) override;
+  void MaxPool2dBackward(const Tensor& x, const Tensor& dy, int64_t k, int64_t s, const Tensor& dx) override;
+
+  void BatchNorm2dForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta, float momentum, float eps,
+                               const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
+                               const Tensor& save_mean, const Tensor& save_invstd) override;
+  void BatchNorm2dForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                              const Tensor& running_var, float eps, const Tensor& y) override;
+  void BatchNorm2dBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                           const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma,
+                           const Tensor& dbeta) override;
+  void LayerNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& y,
+                        const Tensor& mean, const Tensor& rstd) override;
+  void LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) override;
+
+  void EmbeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, const Tensor& out) override;
+  void EmbeddingBackward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte, const Tensor& dwpe) override;
+
+  void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& att, const Tensor& out) override;
+  void AttentionBackward(const Tensor& qkv, const Tensor& att, const Tensor& dout, int64_t n_head,
+                         const Tensor& dqkv) override;
+
+  void SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index, float grad_scale,
+                           const Tensor& loss, const Tensor& dlogits) override;
+
+ private:
+  struct Impl;  // handles (cuBLASLt, cuDNN), descriptor caches, the stream
+  CudaBackend(const CudaBackendConfig& config, std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+  CudaBackendConfig config_;
+};
+
+}  // namespace ringmaster::engine
+
+#endif  // RINGMASTER_ENGINE_CUDA_CUDA_BACKEND_H_
