@@ -1,0 +1,39 @@
+#ifndef RINGMASTER_ENGINE_KERNELS_ATTENTION_H_
+#define RINGMASTER_ENGINE_KERNELS_ATTENTION_H_
+
+// The non-GEMM parts of causal self-attention (the backend runs the GEMMs
+// through cuBLASLt between them): head (un)packing of GPT-2's fused qkv
+// layout and the fused causal softmax, forward and backward. Layouts:
+// qkv/dqkv [b, t, 3, nh, hd]; q, k, v and their gradients [b, nh, t, hd];
+// scores/att [b * nh, t, t].
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/kernels/kernel_types.h"
+
+namespace ringmaster::kernels {
+
+struct AttentionDims {
+  int64_t b, t, nh, hd;
+};
+
+// q, k, v = the three parts of qkv, heads first.
+cudaError_t LaunchSplitHeads(const float* qkv, AttentionDims d, float* q, float* k, float* v, cudaStream_t stream);
+// dqkv = round(dq, dk, dv) interleaved back into the fused layout.
+cudaError_t LaunchMergeQkvGrads(const float* dq, const float* dk, const float* dv, AttentionDims d, float* dqkv,
+                                FloatType round, cudaStream_t stream);
+// out [b, t, nh * hd] = round(y [b, nh, t, hd]) with the heads merged.
+cudaError_t LaunchMergeHeads(const float* y, AttentionDims d, float* out, FloatType round, cudaStream_t stream);
+// In place on att [b * nh, t, t] holding scaled scores: row i becomes
+// round(softmax(row[0..i])), zeros above the diagonal. One warp per row.
+cudaError_t LaunchCausalSoftmax(float* att, AttentionDims d, FloatType round, cudaStream_t stream);
+// In place on datt [b * nh, t, t] holding dL/datt: becomes
+// round(scale * att * (datt - sum_j att * datt)), zeros above the diagonal.
+cudaError_t LaunchCausalSoftmaxBackward(const float* att, float* datt, AttentionDims d, float scale,
+                                        FloatType round, cudaStream_t stream);
+
+}  // namespace ringmaster::kernels
+
+#endif  // RINGMASTER_ENGINE_KERNELS_ATTENTION_H_

@@ -1,0 +1,28 @@
+#ifndef RINGMASTER_ENGINE_KERNELS_REDUCE_H_
+#define RINGMASTER_ENGINE_KERNELS_REDUCE_H_
+
+// Deterministic reductions (fixed partition and order, no atomics): column sums
+// of a row-major matrix (bias gradients, LayerNorm's dgamma/dbeta) and
+// per-channel sums of an NCHW tensor (convolution bias gradients).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/kernels/kernel_types.h"
+
+namespace ringmaster::kernels {
+
+// Floats of device scratch LaunchColumnSum needs for a [rows, cols] input.
+int64_t ColumnSumScratchFloats(int64_t rows, int64_t cols);
+// out[j] (+)= round(sum_i x[i, j]) for x [rows, cols]; `accumulate` adds to
+// out, otherwise overwrites it. scratch: ColumnSumScratchFloats floats.
+cudaError_t LaunchColumnSum(const float* x, int64_t rows, int64_t cols, float* scratch, float* out, bool accumulate,
+                            FloatType round, cudaStream_t stream);
+// out[ch] += round(sum over n and hw of x[n, ch, hw]) for x [n, c, hw].
+cudaError_t LaunchChannelSum(const float* x, int64_t n, int64_t c, int64_t hw, float* out, FloatType round,
+                             cudaStream_t stream);
+
+}  // namespace ringmaster::kernels
+
+#endif  // RINGMASTER_ENGINE_KERNELS_REDUCE_H_
