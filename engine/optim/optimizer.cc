@@ -16,6 +16,7 @@ namespace {
 std::string TensorKind(const Tensor& t) { return absl::StrCat(DeviceName(t.device()), " ", DTypeName(t.dtype())); }
 
 bool IsHostF32(const Tensor& t) { return t.defined() && t.device() == Device::kCpu && t.dtype() == DType::kF32; }
+bool IsF32On(const Tensor& t, Device d) { return t.defined() && t.device() == d && t.dtype() == DType::kF32; }
 
 absl::Status CheckConfig(const OptimizerConfig& c) {
   auto in_unit = [](double x) { return x >= 0.0f && x < 1.0f; };  // false for NaN
@@ -50,8 +51,10 @@ absl::Status CheckConfig(const OptimizerConfig& c) {
   return absl::OkStatus();
 }
 
-absl::Status CheckParams(const ParameterList& params) {
+// Checks the parameters; they must all live on one device, returned in *device.
+absl::Status CheckParams(const ParameterList& params, Device* device) {
   absl::flat_hash_set<std::string> names;
+  *device = Device::kCpu;
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter* p = params[i];
     if (p == nullptr) return absl::InvalidArgumentError(absl::StrCat("parameter ", i, " is null"));
@@ -62,16 +65,19 @@ absl::Status CheckParams(const ParameterList& params) {
     if (!p->value.defined()) {
       return absl::InvalidArgumentError(absl::StrCat("parameter \"", p->name, "\" has no value tensor"));
     }
-    if (!IsHostF32(p->value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("parameter \"", p->name, "\" value must be a host f32 tensor, got ", TensorKind(p->value)));
+    if (i == 0) *device = p->value.device();
+    const char* where = *device == Device::kCpu ? "a host" : "a cuda";
+    if (!IsF32On(p->value, *device)) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter \"", p->name, "\" value must be ", where,
+                                                     " f32 tensor like the first parameter's, got ",
+                                                     TensorKind(p->value)));
     }
     if (!p->grad.defined()) {
       return absl::InvalidArgumentError(absl::StrCat("parameter \"", p->name, "\" has no grad tensor"));
     }
-    if (!IsHostF32(p->grad)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("parameter \"", p->name, "\" grad must be a host f32 tensor, got ", TensorKind(p->grad)));
+    if (!IsF32On(p->grad, *device)) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter \"", p->name, "\" grad must be ", where,
+                                                     " f32 tensor like its value, got ", TensorKind(p->grad)));
     }
     if (p->grad.shape() != p->value.shape()) {
       return absl::InvalidArgumentError(absl::StrCat("parameter \"", p->name, "\" grad has shape ",
@@ -126,28 +132,40 @@ absl::StatusOr<OptimizerKind> ParseOptimizerKind(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& config,
                                                              const ParameterList& params) {
   RETURN_IF_ERROR(CheckConfig(config));
-  RETURN_IF_ERROR(CheckParams(params));
+  Device device;
+  RETURN_IF_ERROR(CheckParams(params, &device));
   ShardSpec whole;
   for (const Parameter* p : params) whole.ranges.push_back({0, p->value.numel()});
+  if (device == Device::kCuda) return CreateCudaUpdateRule(config, params, std::move(whole.ranges), nullptr);
   return CreateUpdateRule(config, params, std::move(whole.ranges), nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& config, const ParameterList& params,
                                                              ShardSpec shard) {
   RETURN_IF_ERROR(CheckConfig(config));
-  RETURN_IF_ERROR(CheckParams(params));
+  Device device;
+  RETURN_IF_ERROR(CheckParams(params, &device));
   RETURN_IF_ERROR(CheckRanges(params, shard.ranges));
   const bool needs_norms = config.kind == OptimizerKind::kLars || config.kind == OptimizerKind::kLamb;
   if (needs_norms && !shard.reduce_norms) {
     return absl::InvalidArgumentError(
         absl::StrCat("a sharded ", OptimizerKindName(config.kind), " optimizer needs ShardSpec::reduce_norms"));
   }
+  if (device == Device::kCuda) {
+    return CreateCudaUpdateRule(config, params, std::move(shard.ranges), std::move(shard.reduce_norms));
+  }
   return CreateUpdateRule(config, params, std::move(shard.ranges), std::move(shard.reduce_norms));
 }
 
 Optimizer::Optimizer(const OptimizerConfig& config, const ParameterList& params, std::vector<ParamRange> ranges,
                      std::vector<std::string> slot_names, PartialSumReducer reduce_norms)
-    : config_(config), slot_names_(std::move(slot_names)), reduce_norms_(std::move(reduce_norms)) {
+    : Optimizer(config, params, std::move(ranges), std::move(slot_names), std::move(reduce_norms), Device::kCpu,
+                [](const Shape& shape) { return Tensor::Zeros(shape); }) {}
+
+Optimizer::Optimizer(const OptimizerConfig& config, const ParameterList& params, std::vector<ParamRange> ranges,
+                     std::vector<std::string> slot_names, PartialSumReducer reduce_norms, Device device,
+                     const std::function<Tensor(const Shape&)>& zeros)
+    : config_(config), slot_names_(std::move(slot_names)), reduce_norms_(std::move(reduce_norms)), device_(device) {
   entries_.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     Entry e;
@@ -155,7 +173,7 @@ Optimizer::Optimizer(const OptimizerConfig& config, const ParameterList& params,
     e.offset = ranges[i].offset;
     e.count = ranges[i].count;
     if (e.count > 0) {
-      for (size_t k = 0; k < slot_names_.size(); ++k) e.slots.push_back(Tensor::Zeros(StateShape(e)));
+      for (size_t k = 0; k < slot_names_.size(); ++k) e.slots.push_back(zeros(StateShape(e)));
     }
     entries_.push_back(std::move(e));
   }
@@ -171,10 +189,11 @@ absl::Status Optimizer::Step(float lr, float grad_scale) {
   for (const Entry& e : entries_) {
     // The layer owns the tensors and could have replaced them since Create.
     const Parameter& p = *e.param;
-    if (!IsHostF32(p.value) || !IsHostF32(p.grad) || p.value.numel() < e.offset + e.count ||
+    if (!IsF32On(p.value, device_) || !IsF32On(p.grad, device_) || p.value.numel() < e.offset + e.count ||
         p.grad.numel() != p.value.numel()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "parameter \"", p.name, "\" no longer has host f32 value and grad of ", e.offset + e.count, "+ elements"));
+      return absl::FailedPreconditionError(absl::StrCat("parameter \"", p.name, "\" no longer has ",
+                                                        DeviceName(device_), " f32 value and grad of ",
+                                                        e.offset + e.count, "+ elements"));
     }
   }
   RETURN_IF_ERROR(Update(lr, grad_scale, step_count_ + 1));
@@ -185,8 +204,14 @@ absl::Status Optimizer::Step(float lr, float grad_scale) {
 void Optimizer::ZeroGrad() {
   for (const Entry& e : entries_) {
     const Tensor& g = e.param->grad;
-    if (g.defined()) std::memset(g.raw(), 0, g.bytes());
+    if (g.defined()) ZeroTensor(g);
   }
+}
+
+void Optimizer::ZeroTensor(const Tensor& t) { std::memset(t.raw(), 0, t.bytes()); }
+
+void Optimizer::ImportSlot(const Tensor& host_src, const Tensor& slot) {
+  std::memmove(slot.raw(), host_src.raw(), slot.bytes());  // the source may be our own state
 }
 
 std::string Optimizer::StateName(size_t slot, const Entry& entry) const {
@@ -202,7 +227,7 @@ Shape Optimizer::StateShape(const Entry& entry) const {
 NamedTensors Optimizer::StateTensors() const {
   NamedTensors out;
   for (const Entry& e : entries_) {
-    for (size_t k = 0; k < e.slots.size(); ++k) out.emplace_back(StateName(k, e), e.slots[k]);
+    for (size_t k = 0; k < e.slots.size(); ++k) out.emplace_back(StateName(k, e), SlotForExport(e.slots[k]));
   }
   return out;
 }
@@ -241,12 +266,9 @@ absl::Status Optimizer::LoadState(const NamedTensors& tensors, int64_t step_coun
       }
     }
   }
-  // Everything checked: copy (memmove: the source may be our own state).
+  // Everything checked: copy.
   for (Entry& e : entries_) {
-    for (size_t k = 0; k < e.slots.size(); ++k) {
-      const Tensor* src = found.at(StateName(k, e));
-      std::memmove(e.slots[k].raw(), src->raw(), e.slots[k].bytes());
-    }
+    for (size_t k = 0; k < e.slots.size(); ++k) ImportSlot(*found.at(StateName(k, e)), e.slots[k]);
   }
   step_count_ = step_count;
   return absl::OkStatus();

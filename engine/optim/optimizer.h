@@ -1,8 +1,16 @@
 #ifndef RINGMASTER_ENGINE_OPTIM_OPTIMIZER_H_
 #define RINGMASTER_ENGINE_OPTIM_OPTIMIZER_H_
 
-// Optimizers over fp32 host parameters: SGD (momentum, Nesterov, L2 weight
-// decay), AdamW, LARS and LAMB, with the update formulas of cpu_update.h.
+// Optimizers over fp32 parameters: SGD (momentum, Nesterov, L2 weight decay),
+// AdamW, LARS and LAMB, with the update formulas of cpu_update.h.
+//
+// Host parameters are updated by cpu_update.h. CUDA parameters (all of them on
+// the device; a build with CUDA) are updated by the fused multi-tensor kernels
+// of engine/kernels/optim_update.h, one launch per step for SGD/AdamW, with
+// the optimizer state on the device; StateTensors() then returns host copies
+// and LoadState() copies to the device. See DeviceStepOptions for the loss
+// scaler's device-side skip. On the device, sharded (ZeRO-1) LARS/LAMB is not
+// supported (FAILED_PRECONDITION at Create).
 //
 // An Optimizer owns its state (momentum buffers, Adam moments, the step count)
 // and updates the parameters of a ParameterList it does not own; the
@@ -32,6 +40,10 @@
 #include "absl/strings/string_view.h"
 #include "engine/core/parameter.h"
 #include "engine/core/tensor.h"
+
+namespace ringmaster::kernels {
+struct DeviceStepControl;  // engine/kernels/loss_scale.h
+}  // namespace ringmaster::kernels
 
 namespace ringmaster::engine::optim {
 
@@ -83,11 +95,25 @@ struct ShardSpec {
   PartialSumReducer reduce_norms;
 };
 
+// How CUDA parameters are stepped (ignored for host parameters).
+struct DeviceStepOptions {
+  // The cudaStream_t the update kernels are enqueued on (the backend's compute
+  // stream, so they follow backward without a host synchronisation).
+  void* stream = nullptr;
+  // Optional (device memory): when set, the kernels multiply grad_scale by
+  // control->grad_scale and write nothing when control->skip is set. Whether
+  // a Step applied is then known only on the device: Step still counts it,
+  // and the caller corrects the count with SetStepCount from
+  // control->optimizer_steps once it has read the control block back.
+  const kernels::DeviceStepControl* control = nullptr;
+};
+
 class Optimizer {
  public:
-  // Checks the config and the parameters (unique names; host f32 values with
-  // grads of the same shape) and returns the optimizer for config.kind.
-  // INVALID_ARGUMENT names the offending field or parameter.
+  // Checks the config and the parameters (unique names; f32 values with
+  // grads of the same shape, all on the host or all on CUDA) and returns the
+  // optimizer for config.kind. INVALID_ARGUMENT names the offending field or
+  // parameter; FAILED_PRECONDITION for CUDA parameters in a build without CUDA.
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config, const ParameterList& params);
   // The same over a shard: ranges.size() == params.size(), each range within
   // its parameter; reduce_norms is required for LARS and LAMB.
@@ -109,6 +135,14 @@ class Optimizer {
   // tensors, also outside a shard: the grads are full on every rank).
   void ZeroGrad();
 
+  // CUDA parameters: where and how Step enqueues its kernels.
+  void SetDeviceStep(const DeviceStepOptions& options) { device_step_ = options; }
+  // CUDA parameters with a DeviceStepControl: the number of updates the device
+  // applied (control->optimizer_steps), read back by the caller.
+  void SetStepCount(int64_t step_count) { step_count_ = step_count; }
+  // Where the parameters (and the state) live.
+  Device device() const { return device_; }
+
   // The state tensors, named "<slot>.<parameter name>", slot "momentum_buffer"
   // (SGD, LARS; none when momentum == 0) or "exp_avg" and "exp_avg_sq" (AdamW,
   // LAMB), in parameter order. Shape: the parameter's shape, or [count] for a
@@ -120,7 +154,8 @@ class Optimizer {
   int64_t step_count() const { return step_count_; }
 
   // Replaces the state with `tensors` (exactly the names StateTensors() gives,
-  // in any order, same shapes, host f32) and the step count. On error nothing
+  // in any order, same shapes, host f32) and the step count. CUDA: copied to
+  // the device. On error nothing
   // changes and INVALID_ARGUMENT names the first mismatch, e.g.
   //   optimizer state "exp_avg.fc.weight" has shape [3, 4], expected [4, 3]
   absl::Status LoadState(const NamedTensors& tensors, int64_t step_count);
@@ -145,6 +180,16 @@ class Optimizer {
   // `ranges` and `params` are checked by Create; reduce_norms null = not sharded.
   Optimizer(const OptimizerConfig& config, const ParameterList& params, std::vector<ParamRange> ranges,
             std::vector<std::string> slot_names, PartialSumReducer reduce_norms);
+  // The same with state allocated by `zeros` (zeroed tensors of a shape, on
+  // the parameters' device `device`).
+  Optimizer(const OptimizerConfig& config, const ParameterList& params, std::vector<ParamRange> ranges,
+            std::vector<std::string> slot_names, PartialSumReducer reduce_norms, Device device,
+            const std::function<Tensor(const Shape&)>& zeros);
+
+  // Device hooks (host parameters: memset, the live tensor, memmove).
+  virtual void ZeroTensor(const Tensor& t);
+  virtual Tensor SlotForExport(const Tensor& slot) const { return slot; }
+  virtual void ImportSlot(const Tensor& host_src, const Tensor& slot);
 
   // Applies one update; `step` counts it (first update: 1). Must not write
   // anything before it knows it will succeed.
@@ -156,6 +201,7 @@ class Optimizer {
 
   const OptimizerConfig config_;
   std::vector<Entry> entries_;
+  DeviceStepOptions device_step_;
 
  private:
   std::string StateName(size_t slot, const Entry& entry) const;
@@ -163,6 +209,7 @@ class Optimizer {
 
   const std::vector<std::string> slot_names_;
   const PartialSumReducer reduce_norms_;  // null when not sharded
+  const Device device_ = Device::kCpu;
   int64_t step_count_ = 0;
 };
 

@@ -362,15 +362,32 @@ TEST(OptimizerCreateTest, RejectsBadParametersWithTheName) {
             absl::InvalidArgumentError("parameter \"odd\" grad has shape [3, 2], value has [2, 3]"));
   p.grad = Tensor::Zeros({2, 3}, DType::kBF16);
   EXPECT_EQ(Optimizer::Create(c, {&p}).status(),
-            absl::InvalidArgumentError("parameter \"odd\" grad must be a host f32 tensor, got cpu bf16"));
+            absl::InvalidArgumentError(
+                "parameter \"odd\" grad must be a host f32 tensor like its value, got cpu bf16"));
   float device_memory[6];
   p.value = Tensor::Wrap(device_memory, {2, 3}, DType::kF32, Device::kCuda);
+  p.grad = Tensor::Zeros({2, 3});
   EXPECT_EQ(Optimizer::Create(c, {&p}).status(),
-            absl::InvalidArgumentError("parameter \"odd\" value must be a host f32 tensor, got cuda f32"));
+            absl::InvalidArgumentError("parameter \"odd\" grad must be a cuda f32 tensor like its value, got cpu f32"));
+  Parameter host{"host", Tensor::Zeros({2}), Tensor::Zeros({2}), true};
+  EXPECT_EQ(Optimizer::Create(c, {&host, &p}).status(),
+            absl::InvalidArgumentError(
+                "parameter \"odd\" value must be a host f32 tensor like the first parameter's, got cuda f32"));
   p.value = Tensor::Zeros({2, 3});
   p.grad = Tensor();
   EXPECT_EQ(Optimizer::Create(c, {&p}).status(), absl::InvalidArgumentError("parameter \"odd\" has no grad tensor"));
 }
+
+#if !RINGMASTER_TEST_HAVE_CUDA
+TEST(OptimizerCreateTest, CudaParametersNeedACudaBuild) {
+  float value[6], grad[6];
+  Parameter p{"w", Tensor::Wrap(value, {2, 3}, DType::kF32, Device::kCuda),
+              Tensor::Wrap(grad, {2, 3}, DType::kF32, Device::kCuda), true};
+  EXPECT_EQ(Optimizer::Create(AdamW(0.0f), {&p}).status(),
+            absl::FailedPreconditionError(
+                "the optimizer's parameters are CUDA tensors, but this binary was built without CUDA"));
+}
+#endif
 
 TEST(OptimizerCreateTest, RejectsBadShards) {
   TestParams params(StandardSpecs(), 11);

@@ -16,13 +16,9 @@ float DecayOf(const Parameter& p, float weight_decay) { return p.decay ? weight_
 class SgdOptimizer final : public Optimizer {
  public:
   SgdOptimizer(const OptimizerConfig& c, const ParameterList& params, std::vector<ParamRange> ranges)
-      : Optimizer(c, params, std::move(ranges), Slots(c), nullptr) {}
+      : Optimizer(c, params, std::move(ranges), StateSlotNames(c), nullptr) {}
 
  private:
-  static std::vector<std::string> Slots(const OptimizerConfig& c) {
-    if (c.momentum == 0.0f) return {};
-    return {"momentum_buffer"};
-  }
 
   absl::Status Update(float lr, float grad_scale, int64_t /*step*/) override {
     for (const Entry& e : entries_) {
@@ -38,7 +34,7 @@ class SgdOptimizer final : public Optimizer {
 class AdamWOptimizer final : public Optimizer {
  public:
   AdamWOptimizer(const OptimizerConfig& c, const ParameterList& params, std::vector<ParamRange> ranges)
-      : Optimizer(c, params, std::move(ranges), {"exp_avg", "exp_avg_sq"}, nullptr) {}
+      : Optimizer(c, params, std::move(ranges), StateSlotNames(c), nullptr) {}
 
  private:
   absl::Status Update(float lr, float grad_scale, int64_t step) override {
@@ -58,13 +54,9 @@ class LarsOptimizer final : public Optimizer {
  public:
   LarsOptimizer(const OptimizerConfig& c, const ParameterList& params, std::vector<ParamRange> ranges,
                 PartialSumReducer reduce)
-      : Optimizer(c, params, std::move(ranges), Slots(c), std::move(reduce)) {}
+      : Optimizer(c, params, std::move(ranges), StateSlotNames(c), std::move(reduce)) {}
 
  private:
-  static std::vector<std::string> Slots(const OptimizerConfig& c) {
-    if (c.momentum == 0.0f) return {};
-    return {"momentum_buffer"};
-  }
 
   absl::Status Update(float lr, float grad_scale, int64_t /*step*/) override {
     // norms[2i] = ||w_i||, norms[2i+1] = ||grad_scale * grad_i|| (decayed parameters only).
@@ -99,7 +91,7 @@ class LambOptimizer final : public Optimizer {
  public:
   LambOptimizer(const OptimizerConfig& c, const ParameterList& params, std::vector<ParamRange> ranges,
                 PartialSumReducer reduce)
-      : Optimizer(c, params, std::move(ranges), {"exp_avg", "exp_avg_sq"}, std::move(reduce)) {}
+      : Optimizer(c, params, std::move(ranges), StateSlotNames(c), std::move(reduce)) {}
 
  private:
   LambArgs ArgsFor(const Entry& e, float lr, float grad_scale, int64_t step) const {
@@ -130,6 +122,19 @@ class LambOptimizer final : public Optimizer {
 };
 
 }  // namespace
+
+std::vector<std::string> StateSlotNames(const OptimizerConfig& c) {
+  switch (c.kind) {
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kLars:
+      if (c.momentum == 0.0f) return {};
+      return {"momentum_buffer"};
+    case OptimizerKind::kAdamW:
+    case OptimizerKind::kLamb:
+      return {"exp_avg", "exp_avg_sq"};
+  }
+  return {};
+}
 
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateUpdateRule(const OptimizerConfig& config, const ParameterList& params,
                                                             std::vector<ParamRange> ranges,

@@ -4,6 +4,7 @@
 // Internal to engine/optim: the concrete optimizers behind Optimizer::Create.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -11,11 +12,23 @@
 
 namespace ringmaster::engine::optim {
 
+// The state slots of config.kind: "momentum_buffer" (SGD, LARS; none when
+// momentum == 0), or "exp_avg" and "exp_avg_sq" (AdamW, LAMB).
+std::vector<std::string> StateSlotNames(const OptimizerConfig& config);
+
 // Builds the optimizer for config.kind over already-checked config, params
 // and ranges (one per parameter). reduce_norms null = not sharded.
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateUpdateRule(const OptimizerConfig& config, const ParameterList& params,
                                                             std::vector<ParamRange> ranges,
                                                             PartialSumReducer reduce_norms);
+
+// The same for CUDA parameters: the fused kernels of engine/kernels/optim_update.h
+// (cuda_update_rules.cc), or FAILED_PRECONDITION in a build without CUDA and
+// for sharded LARS/LAMB.
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateCudaUpdateRule(const OptimizerConfig& config,
+                                                                const ParameterList& params,
+                                                                std::vector<ParamRange> ranges,
+                                                                PartialSumReducer reduce_norms);
 
 }  // namespace ringmaster::engine::optim
 
