@@ -17,7 +17,10 @@ __device__ float ClipCoefficient(double norm, float max_norm) {
 }
 
 __global__ void StepPrologueKernel(DeviceStepControl* c, float max_norm, LossScalePolicy policy) {
-  const bool skip = policy.enabled != 0 && c->found_nonfinite != 0.0f;
+  // The fp64 sum of fp32 squares cannot overflow, so it is inf/NaN exactly
+  // when a gradient is: the flag is confirmed (or set) without another pass.
+  const bool nonfinite = c->found_nonfinite != 0.0f || !isfinite(c->grad_sum_squares);
+  const bool skip = policy.enabled != 0 && nonfinite;
   c->skip = skip ? 1 : 0;
   // As the CPU trainer: the inverse scale in fp32, the norm in fp64.
   const float inverse_scale = 1.0f / c->loss_scale;

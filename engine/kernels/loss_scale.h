@@ -50,7 +50,8 @@ struct LossScalePolicy {
   float max_scale = 16777216.0f;
 };
 
-// Sets skip (policy enabled and found_nonfinite), grad_norm = sqrt(sum) /
+// Sets skip (policy enabled, and found_nonfinite or a grad_sum_squares that
+// is not finite: an inf/NaN grad makes it so), grad_norm = sqrt(sum) /
 // loss_scale, and grad_scale = ClipCoefficient(grad_norm, max_norm) /
 // loss_scale (as optim::ClipCoefficient; max_norm <= 0: no clipping).
 int LaunchStepPrologue(DeviceStepControl* control, float max_norm, const LossScalePolicy& policy, void* stream);

@@ -1,0 +1,153 @@
+// DeviceLossScaler over the CUDA runtime: the control block in device memory,
+// its host copy in pinned memory, and the grad table of the global norm.
+#include "engine/optim/device_loss_scaler.h"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/core/cuda_status.h"
+#include "engine/kernels/grad_norm.h"
+#include "engine/kernels/loss_scale.h"
+
+namespace ringmaster::engine::optim {
+namespace {
+
+absl::Status LaunchStatus(int error, const char* what) {
+  if (error == 0) return absl::OkStatus();
+  return CudaStatus(static_cast<cudaError_t>(error), what, __FILE__, __LINE__);
+}
+
+kernels::LossScalePolicy PolicyOf(const LossScalerConfig& c) {
+  kernels::LossScalePolicy p;
+  p.enabled = c.enabled ? 1 : 0;
+  p.growth_factor = c.growth_factor;
+  p.backoff_factor = c.backoff_factor;
+  p.growth_interval = c.growth_interval;
+  p.min_scale = c.min_scale;
+  p.max_scale = c.max_scale;
+  return p;
+}
+
+// Pinned host memory for one control block.
+struct PinnedFree {
+  void operator()(kernels::DeviceStepControl* p) const { cudaFreeHost(p); }
+};
+
+class CudaLossScaler final : public DeviceLossScaler {
+ public:
+  CudaLossScaler(const LossScalerConfig& config, void* stream) : config_(config), stream_(stream) {}
+
+  absl::Status Init(const ParameterList& params) {
+    std::vector<kernels::MultiTensorEntry> entries;
+    for (const Parameter* p : params) {
+      kernels::MultiTensorEntry e;
+      e.w = p->value.f32();
+      e.g = p->grad.f32();
+      e.n = p->grad.numel();
+      entries.push_back(e);
+    }
+    std::vector<kernels::TensorChunk> chunks = kernels::MakeTensorChunks(entries);
+    ASSIGN_OR_RETURN(entries_, DeviceBuffer::Allocate(std::max<size_t>(entries.size(), 1) * sizeof(entries[0])));
+    ASSIGN_OR_RETURN(chunks_, DeviceBuffer::Allocate(std::max<size_t>(chunks.size(), 1) * sizeof(chunks[0])));
+    ASSIGN_OR_RETURN(partials_, DeviceBuffer::Allocate(std::max<size_t>(chunks.size(), 1) * sizeof(double)));
+    if (!entries.empty()) RETURN_IF_ERROR(entries_.CopyFromHost(entries.data(), entries.size() * sizeof(entries[0])));
+    if (!chunks.empty()) RETURN_IF_ERROR(chunks_.CopyFromHost(chunks.data(), chunks.size() * sizeof(chunks[0])));
+    table_ = {static_cast<const kernels::MultiTensorEntry*>(entries_.data()),
+              static_cast<const kernels::TensorChunk*>(chunks_.data()), static_cast<int>(entries.size()),
+              static_cast<int>(chunks.size())};
+
+    ASSIGN_OR_RETURN(control_, DeviceBuffer::Allocate(sizeof(kernels::DeviceStepControl)));
+    kernels::DeviceStepControl* pinned = nullptr;
+    CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned, sizeof(*pinned), cudaHostAllocDefault));
+    host_.reset(pinned);
+    *host_ = kernels::DeviceStepControl{};
+    host_->loss_scale = config_.enabled ? config_.initial_scale : 1.0f;
+    return control_.CopyFromHost(host_.get(), sizeof(*host_));
+  }
+
+  Tensor flag() const override {
+    char* base = static_cast<char*>(control_.data());
+    return Tensor::Wrap(base + offsetof(kernels::DeviceStepControl, found_nonfinite), {1}, DType::kF32,
+                        Device::kCuda);
+  }
+
+  const kernels::DeviceStepControl* control() const override { return device_control(); }
+
+  absl::Status Prologue(float max_norm) override {
+    kernels::DeviceStepControl* c = device_control();
+    RETURN_IF_ERROR(LaunchStatus(
+        kernels::LaunchChunkSumSquares(table_, kernels::NormField::kGrads, partials(), stream_), "grad sum squares"));
+    RETURN_IF_ERROR(LaunchStatus(kernels::LaunchTotalSum(partials(), table_.num_chunks, &c->grad_sum_squares, stream_),
+                                 "grad sum squares total"));
+    return LaunchStatus(kernels::LaunchStepPrologue(c, max_norm, PolicyOf(config_), stream_), "LaunchStepPrologue");
+  }
+
+  absl::Status Epilogue() override {
+    RETURN_IF_ERROR(LaunchStatus(kernels::LaunchLossScaleUpdate(device_control(), PolicyOf(config_), stream_),
+                                 "LaunchLossScaleUpdate"));
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_.get(), device_control(), sizeof(kernels::DeviceStepControl),
+                                         cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream_)));
+    return absl::OkStatus();
+  }
+
+  DeviceStepSnapshot Snapshot() const override {
+    DeviceStepSnapshot s;
+    s.scaler = {host_->loss_scale, host_->clean_steps, host_->skipped_steps};
+    s.optimizer_steps = host_->optimizer_steps;
+    s.skipped = host_->skip != 0;
+    s.grad_norm = host_->grad_norm;
+    return s;
+  }
+
+  absl::Status LoadState(const LossScalerState& state, int64_t optimizer_steps) override {
+    LossScaler check = LossScaler::Disabled();
+    if (config_.enabled) {
+      ASSIGN_OR_RETURN(check, LossScaler::Create(config_));
+    }
+    RETURN_IF_ERROR(check.LoadState(state));
+    if (optimizer_steps < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("optimizer step count must be >= 0, got ", optimizer_steps));
+    }
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
+    *host_ = kernels::DeviceStepControl{};
+    host_->loss_scale = state.scale;
+    host_->clean_steps = state.clean_steps;
+    host_->skipped_steps = state.skipped_steps;
+    host_->optimizer_steps = optimizer_steps;
+    return control_.CopyFromHost(host_.get(), sizeof(*host_));
+  }
+
+ private:
+  kernels::DeviceStepControl* device_control() const {
+    return static_cast<kernels::DeviceStepControl*>(control_.data());
+  }
+  double* partials() const { return static_cast<double*>(partials_.data()); }
+
+  const LossScalerConfig config_;
+  void* const stream_;
+  DeviceBuffer entries_, chunks_, partials_, control_;
+  kernels::MultiTensorTable table_;
+  std::unique_ptr<kernels::DeviceStepControl, PinnedFree> host_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceLossScaler>> DeviceLossScaler::Create(const LossScalerConfig& config,
+                                                                          const ParameterList& params, void* stream) {
+  if (config.enabled) RETURN_IF_ERROR(LossScaler::Create(config).status());
+  for (const Parameter* p : params) {
+    if (p == nullptr || !p->grad.defined() || p->grad.device() != Device::kCuda || p->grad.dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat("the device loss scaler needs CUDA f32 grads; parameter \"",
+                                                     p == nullptr ? "(null)" : p->name, "\" has none"));
+    }
+  }
+  auto scaler = std::make_unique<CudaLossScaler>(config, stream);
+  RETURN_IF_ERROR(scaler->Init(params));
+  return std::unique_ptr<DeviceLossScaler>(std::move(scaler));
+}
+
+}  // namespace ringmaster::engine::optim
