@@ -56,10 +56,17 @@ struct Flags {
   std::string trainer;
   double heartbeat_interval = 0;
   double stop_grace_period = 10;
+  double state_dump_wait = 2;
   double reconnect_initial = 0.5;
   double reconnect_max = 30;
   std::vector<std::string> labels;
 };
+
+SupervisorOptions SupervisorOptionsFromFlags(const Flags& flags) {
+  SupervisorOptions options;
+  options.state_dump_wait = absl::Milliseconds(1000 * flags.state_dump_wait);
+  return options;
+}
 
 int Fail(const std::string& message) {
   spdlog::error("{}", message);
@@ -198,7 +205,7 @@ int Run(const Flags& flags) {
     shipper.Finish(exit.job_id, exit.generation, exit.global_rank);
     (*metrics)->RankExited(exit.job_id, exit.generation, exit.global_rank);
     if (session != nullptr) session->ReportExit(exit);
-  });
+  }, SupervisorOptionsFromFlags(flags));
   RankLauncherOptions launcher_options;
   launcher_options.state_dir = state_dir;
   launcher_options.trainer_path = *trainer;
@@ -270,6 +277,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--stop-grace-period", flags.stop_grace_period,
                  "Seconds ranks get between SIGTERM and SIGKILL at shutdown and for stop orders without one")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--state-dump-wait", flags.state_dump_wait,
+                 "Seconds between SIGUSR1 (the trainer writes its step, phase and stacks to its log) and SIGTERM "
+                 "when a rank is stopped; 0: no state dump")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--reconnect-initial-backoff", flags.reconnect_initial,

@@ -131,13 +131,23 @@ int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const
 }
 
 void ProcessSupervisor::StopLocked(int64_t pid, Process& process, absl::Duration grace) {
-  const absl::Time kill_at = clock_->Now() + std::max(grace, absl::ZeroDuration());
+  const absl::Time now = clock_->Now();
+  const bool dump = grace > absl::ZeroDuration() && options_.state_dump_wait > absl::ZeroDuration();
+  absl::Time kill_at = now + std::max(grace, absl::ZeroDuration());
   if (!process.stopping) {
     process.stopping = true;
-    if (grace > absl::ZeroDuration()) {
+    if (dump) {
+      // SIGCONT: a stopped rank could not write its dump.
+      for (int sig : {SIGUSR1, SIGCONT}) {
+        if (absl::Status s = control_->SignalGroup(pid, sig); !s.ok()) spdlog::warn("{}", s.ToString());
+      }
+      process.term_at = now + options_.state_dump_wait;
+    } else if (grace > absl::ZeroDuration()) {
       if (absl::Status s = control_->SignalGroup(pid, SIGTERM); !s.ok()) spdlog::warn("{}", s.ToString());
+      process.termed = true;
     }
   }
+  if (!process.termed && process.term_at != absl::InfiniteFuture()) kill_at = std::max(kill_at, process.term_at + grace);
   process.kill_at = std::min(process.kill_at, kill_at);
   if (process.kill_at <= clock_->Now() && !process.killed) {
     process.killed = true;
@@ -249,6 +259,8 @@ absl::Duration ProcessSupervisor::NextWakeLocked() const {
   for (const auto& [pid, process] : processes_) {
     if (process.stopping && !process.killed)
       wait = std::min(wait, std::max(process.kill_at - now, absl::ZeroDuration()));
+    if (process.stopping && !process.termed && !process.killed)
+      wait = std::min(wait, std::max(process.term_at - now, absl::ZeroDuration()));
   }
   return wait;
 }
@@ -257,6 +269,10 @@ void ProcessSupervisor::KillDue() {
   std::lock_guard<std::mutex> lock(mu_);
   const absl::Time now = clock_->Now();
   for (auto& [pid, process] : processes_) {
+    if (process.stopping && !process.termed && !process.killed && process.term_at <= now) {
+      process.termed = true;  // its state dump had its time
+      if (absl::Status s = control_->SignalGroup(pid, SIGTERM); !s.ok()) spdlog::warn("{}", s.ToString());
+    }
     if (!process.stopping || process.killed || process.kill_at > now) continue;
     spdlog::warn("job {} generation {}: rank {} (pid {}) outlived its grace period: SIGKILL", process.job_id,
                  process.generation, process.global_rank, pid);

@@ -3,8 +3,9 @@
 
 // ProcessSupervisor: owns the trainer processes of this node. It starts one
 // process per rank (through ProcessControl: own process group, parent-death
-// signal, stdout+stderr appended to the rank's log), stops them (SIGTERM to the
-// process group, SIGKILL to it when the grace period is over), reaps every one
+// signal, stdout+stderr appended to the rank's log), stops them (optionally a
+// state dump first: SIGUSR1; then SIGTERM to the process group, SIGKILL to it
+// when the grace period is over), reaps every one
 // on its reaper thread and reports each exit through a callback. Shutdown stops
 // everything and waits until every child is reaped: it leaves no orphan.
 //
@@ -103,6 +104,11 @@ struct SupervisorOptions {
   absl::Duration supersede_grace = absl::Seconds(10);
   // How much of the end of a rank's log goes into its RankExit.
   size_t exit_tail_bytes = 4096;
+  // > 0: a rank stopped with a grace period first gets SIGUSR1 (the trainer
+  // writes its step, phase and thread stacks to its log) and SIGCONT (in case
+  // it is stopped), SIGTERM this long after, SIGKILL a grace period later.
+  // Zero: SIGTERM at once.
+  absl::Duration state_dump_wait = absl::ZeroDuration();
 };
 
 class ProcessSupervisor {
@@ -150,7 +156,9 @@ class ProcessSupervisor {
     absl::Time start_time;
     std::string log_path;
     bool stopping = false;
+    bool termed = false;  // SIGTERM sent
     bool killed = false;
+    absl::Time term_at = absl::InfiniteFuture();  // after the state dump
     absl::Time kill_at = absl::InfiniteFuture();
   };
   // The newest generation of a job this node was told about.

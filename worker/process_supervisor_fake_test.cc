@@ -140,6 +140,57 @@ TEST_F(FakeSupervisorTest, SigkillFollowsSigtermOnlyAfterTheGracePeriod) {
   EXPECT_TRUE(exits()[0].stopped_by_worker);
 }
 
+// A state dump first: SIGUSR1 + SIGCONT, SIGTERM after the dump wait,
+// SIGKILL a whole grace period after the SIGTERM.
+TEST(FakeSupervisorDumpTest, TheStateDumpComesBeforeSigterm) {
+  FakeClock clock;
+  FakeProcessControl control;
+  control.IgnoreSigterm(true);
+  std::mutex mu;
+  std::vector<RankExit> exits;
+  SupervisorOptions options;
+  options.reap_interval = absl::Milliseconds(5);
+  options.state_dump_wait = absl::Seconds(2);
+  ProcessSupervisor supervisor(
+      &control, &clock,
+      [&](const RankExit& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        exits.push_back(e);
+      },
+      options);
+  RankLaunch launch;
+  launch.job_id = "j";
+  launch.generation = 1;
+  launch.process.path = "/fake/trainer";
+  launch.process.argv = {"/fake/trainer"};
+  launch.process.env = {"RINGMASTER_RANK=0", "RINGMASTER_GENERATION=1"};
+  ASSERT_TRUE(supervisor.Start({launch}).status.ok());
+  const int64_t pid = control.PidOf(0, 1);
+  auto sent = [&](int sig) {
+    for (const auto& s : control.signals()) {
+      if (s.pgid == pid && s.sig == sig) return true;
+    }
+    return false;
+  };
+  supervisor.Stop("j", 1, {}, absl::Seconds(10));
+  EXPECT_TRUE(sent(SIGUSR1));
+  EXPECT_TRUE(sent(SIGCONT));
+  EXPECT_FALSE(control.WaitFor([&] { return sent(SIGTERM); }, absl::Milliseconds(100)));
+  clock.Advance(absl::Seconds(2));
+  ASSERT_TRUE(control.WaitFor([&] { return sent(SIGTERM); }, absl::Seconds(10)));
+  clock.Advance(absl::Seconds(9));
+  EXPECT_FALSE(control.WaitFor([&] { return sent(SIGKILL); }, absl::Milliseconds(100)));
+  clock.Advance(absl::Seconds(1));
+  ASSERT_TRUE(control.WaitFor([&] { return sent(SIGKILL); }, absl::Seconds(10)));
+  ASSERT_TRUE(control.WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !exits.empty();
+      },
+      absl::Seconds(10)));
+  supervisor.Shutdown(absl::ZeroDuration());
+}
+
 TEST_F(FakeSupervisorTest, ASecondStopCanOnlyShortenTheGrace) {
   control_.IgnoreSigterm(true);
   ASSERT_TRUE(supervisor_.Start(Launches("j", 1, {0})).status.ok());

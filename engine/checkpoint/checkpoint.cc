@@ -139,9 +139,12 @@ void ApplyRetention(const std::string& dir, int64_t written, int keep) {
       ++kept;
       continue;
     }
-    if (absl::Status status = RemoveTree(it->path); !status.ok()) {
-      spdlog::warn("could not remove old checkpoint: {}", status.ToString());
-    }
+    // Renamed out of the readers' sight first: a crash during the removal
+    // must not leave a damaged checkpoint under a step name.
+    const std::string doomed = dir + "/" + kTemporaryPrefix + "removed-" + fs::path(it->path).filename().string();
+    absl::Status status = Rename(it->path, doomed);
+    if (status.ok()) status = RemoveTree(doomed);
+    if (!status.ok()) spdlog::warn("could not remove old checkpoint: {}", status.ToString());
     removed = true;
   }
   if (removed) {
@@ -250,9 +253,8 @@ absl::StatusOr<std::string> WriteCheckpoint(const std::string& dir, int64_t step
   return final_path;
 }
 
-absl::StatusOr<LoadedCheckpoint> LoadCheckpoint(const std::string& path) {
-  LoadedCheckpoint loaded;
-  loaded.path = path;
+// Reads `path`'s manifest and checks its step against the directory's name.
+absl::StatusOr<Manifest> ReadManifest(const std::string& path) {
   const std::string manifest_path = path + "/" + kManifestFileName;
   ASSIGN_OR_RETURN(std::string manifest_text, ReadFile(manifest_path));
   ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(manifest_text, manifest_path));
@@ -261,6 +263,19 @@ absl::StatusOr<LoadedCheckpoint> LoadCheckpoint(const std::string& path) {
     return absl::DataLossError(
         absl::StrFormat("%s: step %d does not match the directory's name", manifest_path, manifest.step));
   }
+  return manifest;
+}
+
+absl::StatusOr<Manifest> VerifyCheckpoint(const std::string& path) {
+  ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(path));
+  RETURN_IF_ERROR(ReadVerifiedFiles(path, manifest).status());
+  return manifest;
+}
+
+absl::StatusOr<LoadedCheckpoint> LoadCheckpoint(const std::string& path) {
+  LoadedCheckpoint loaded;
+  loaded.path = path;
+  ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(path));
   loaded.step = manifest.step;
   ASSIGN_OR_RETURN(auto files, ReadVerifiedFiles(path, manifest));
   ASSIGN_OR_RETURN(loaded.contents.model, ParseTensors(files[kModelFileName], path + "/" + kModelFileName));

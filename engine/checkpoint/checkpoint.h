@@ -79,6 +79,12 @@ absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& d
 // it. DATA_LOSS (or the errno Status of a missing file) naming the damaged file.
 absl::StatusOr<LoadedCheckpoint> LoadCheckpoint(const std::string& path);
 
+// The first phase of a two-phase commit: re-reads a written checkpoint from
+// disk and checks every file its manifest lists (size and SHA-256) and that
+// the step matches the directory's name. Returns the manifest to commit;
+// DATA_LOSS (or the errno Status of a missing file) naming the damaged file.
+absl::StatusOr<Manifest> VerifyCheckpoint(const std::string& path);
+
 // The newest checkpoint of `dir` that loads, logging a warning for each newer
 // one skipped as damaged. NOT_FOUND if there is none (listing what was skipped).
 absl::StatusOr<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir);
