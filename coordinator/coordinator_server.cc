@@ -112,7 +112,8 @@ absl::Status CoordinatorServer::Build() {
                         absl::StrCat("cannot open the database ", db, ": ", store.status().message()));
   }
   store_ = *std::move(store);
-  nodes_ = std::make_unique<NodeRegistry>(clock_, store_.get(), NodeRegistryOptions{config_.heartbeat_interval, 3});
+  nodes_ = std::make_unique<NodeRegistry>(
+      clock_, store_.get(), NodeRegistryOptions{config_.heartbeat_interval, 3, config_.node_recovery_grace});
   RETURN_IF_ERROR(nodes_->Recover());
   checkpoints_ = std::make_unique<CheckpointRegistry>(clock_, store_.get());
   RETURN_IF_ERROR(checkpoints_->Recover());

@@ -64,6 +64,9 @@ struct CoordinatorConfig {
   std::string metrics_listen = "127.0.0.1:9464";
   // Workers heartbeat this often; a node's lease is 3 intervals.
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // After a restart, how long recovered nodes have to register again before
+  // they are lost (NodeRegistryOptions::recovery_grace).
+  absl::Duration node_recovery_grace = absl::Seconds(60);
   absl::Duration rendezvous_timeout = absl::Minutes(5);
   absl::Duration stop_grace_period = absl::Seconds(30);
   // Checkpoints of jobs that name no directory; empty: <state_dir>/checkpoints.

@@ -3,6 +3,7 @@
 //   ringmaster-coordinator [--listen HOST:PORT] [--state-dir DIR] [--metrics-listen HOST:PORT]
 //                          [--heartbeat-interval 1s] [--rendezvous-timeout 5m]
 //                          [--stop-grace-period 30s] [--shutdown-timeout 5s] [--checkpoint-root DIR]
+//                          [--node-recovery-grace 60s]
 //                          [log flags]
 //
 // Reads the flags (the only place they are read), builds the coordinator
@@ -40,6 +41,7 @@ struct Flags {
   std::string rendezvous_timeout = "5m";
   std::string stop_grace_period = "30s";
   std::string shutdown_timeout = "5s";
+  std::string node_recovery_grace = "60s";
 };
 
 // "1s", "500ms", "5m", or a number of seconds; must be positive.
@@ -87,7 +89,8 @@ int Run(Flags& flags) {
        {std::make_tuple("--heartbeat-interval", &flags.heartbeat_interval, &config.heartbeat_interval),
         std::make_tuple("--rendezvous-timeout", &flags.rendezvous_timeout, &config.rendezvous_timeout),
         std::make_tuple("--stop-grace-period", &flags.stop_grace_period, &config.stop_grace_period),
-        std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout)}) {
+        std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout),
+        std::make_tuple("--node-recovery-grace", &flags.node_recovery_grace, &config.node_recovery_grace)}) {
     if (absl::Status s = ParsePositiveDuration(name, *text, out); !s.ok()) return Fail(std::string(s.message()));
   }
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
@@ -127,6 +130,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--shutdown-timeout", flags.shutdown_timeout,
                  "On SIGTERM: how long calls in flight (and clients' idle connections) may take to close")
+      ->capture_default_str();
+  app.add_option("--node-recovery-grace", flags.node_recovery_grace,
+                 "After a restart, how long known nodes have to register again before they are lost "
+                 "(covers the workers' reconnection backoff)")
       ->capture_default_str();
   app.add_option("--checkpoint-root", flags.config.checkpoint_root,
                  "Checkpoints of jobs that name no directory (default: <state-dir>/checkpoints)");

@@ -43,7 +43,7 @@ NodeRegistry::NodeRegistry(const Clock* clock, Store* store, NodeRegistryOptions
 absl::Status NodeRegistry::Recover() {
   ASSIGN_OR_RETURN(std::vector<v1::NodeInfo> stored, store_->LoadNodes());
   std::lock_guard<std::mutex> lock(mu_);
-  const absl::Time expiry = clock_->Now() + lease_duration();
+  const absl::Time expiry = clock_->Now() + std::max(lease_duration(), options_.recovery_grace);
   for (v1::NodeInfo& info : stored) {
     Node node;
     node.info = std::move(info);

@@ -41,6 +41,11 @@ struct NodeRegistryOptions {
   absl::Duration heartbeat_interval = absl::Seconds(5);
   // A node is LOST once this many intervals pass without a heartbeat.
   int missed_heartbeats = 3;
+  // After a coordinator restart, how long a recovered node has to register
+  // again before it is LOST (at least one lease). It covers the workers'
+  // reconnection backoff (30 s at most by default, plus gRPC's own), so that
+  // a restart alone never loses a node and restarts the jobs running there.
+  absl::Duration recovery_grace = absl::Seconds(60);
 };
 
 struct NodeRegistration {
@@ -65,8 +70,8 @@ class NodeRegistry {
   NodeRegistry(const Clock* clock, Store* store, NodeRegistryOptions options = {});
 
   // Loads the nodes of the store. READY and DRAINING nodes get a lease from
-  // now and no valid session (their workers register again); LOST nodes
-  // stay LOST. Call once, before anything else.
+  // now of max(lease, recovery_grace) and no valid session (their workers
+  // register again); LOST nodes stay LOST. Call once, before anything else.
   absl::Status Recover();
 
   // Registers a node (first time: empty node_id) or registers it again (a

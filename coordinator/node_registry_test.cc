@@ -189,7 +189,8 @@ TEST_F(NodeRegistryTest, RecoverReloadsNodesWithFreshLeasesAndNoSessions) {
 
   clock_.Advance(absl::Minutes(10));
   store_ = *Store::Open({path_});
-  NodeRegistry recovered(&clock_, store_.get(), NodeRegistryOptions{absl::Seconds(5), 3});
+  // No grace beyond one lease here (RecoverGivesNodesTimeToReconnect).
+  NodeRegistry recovered(&clock_, store_.get(), NodeRegistryOptions{absl::Seconds(5), 3, absl::ZeroDuration()});
   ASSERT_TRUE(recovered.Recover().ok());
   std::vector<v1::NodeInfo> nodes = recovered.ListNodes();
   ASSERT_EQ(nodes.size(), 2u);
@@ -208,6 +209,32 @@ TEST_F(NodeRegistryTest, RecoverReloadsNodesWithFreshLeasesAndNoSessions) {
   absl::StatusOr<NodeRegistration> r = recovered.Register(again);
   ASSERT_TRUE(r.ok());
   EXPECT_GT(r->session_id, b.session_id);
+}
+
+// After a restart, workers come back only after their reconnection backoff:
+// a recovered node is not lost before the recovery grace, however short its
+// lease; once registered again, its normal lease applies.
+TEST_F(NodeRegistryTest, RecoverGivesNodesTimeToReconnect) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  NodeRegistration b = MustRegister(MakeNode("host-b", 8));
+  registry_.reset();
+  store_.reset();
+  store_ = *Store::Open({path_});
+  NodeRegistry recovered(&clock_, store_.get(), NodeRegistryOptions{absl::Seconds(1), 3, absl::Seconds(60)});
+  ASSERT_TRUE(recovered.Recover().ok());
+  clock_.Advance(absl::Seconds(59));
+  EXPECT_TRUE(recovered.ExpireLeases().empty());
+  v1::NodeInfo again = MakeNode("host-a", 8);
+  again.set_node_id(a.node_id);
+  ASSERT_TRUE(recovered.Register(again).ok());
+  clock_.Advance(absl::Seconds(1));
+  // b never came back: lost at the end of the grace.
+  EXPECT_EQ(recovered.ExpireLeases(), std::vector<std::string>{b.node_id});
+  // a's lease is 3 heartbeats from its registration again.
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_TRUE(recovered.ExpireLeases().empty());
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(recovered.ExpireLeases(), std::vector<std::string>{a.node_id});
 }
 
 TEST_F(NodeRegistryTest, ConcurrentHeartbeatsAndReservations) {
