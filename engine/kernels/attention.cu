@@ -10,20 +10,23 @@ constexpr int kWarpsPerBlock = 8;
 #define RM_GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
 
-// idx over [b, nh, t, hd] -> offset of that element's q in [b, t, 3, nh, hd].
-__device__ __forceinline__ int64_t FusedOffset(int64_t idx, AttentionDims d) {
+// idx over [b, nh, t, hd] -> offset of that element's first part in [b, t, parts, nh, hd].
+__device__ __forceinline__ int64_t FusedOffset(int64_t idx, AttentionDims d, int parts) {
   const int64_t e = idx % d.hd, ti = (idx / d.hd) % d.t, h = (idx / (d.hd * d.t)) % d.nh,
                 bi = idx / (d.hd * d.t * d.nh);
-  return ((bi * d.t + ti) * 3 * d.nh + h) * d.hd + e;
+  return ((bi * d.t + ti) * parts * d.nh + h) * d.hd + e;
 }
 
-__global__ void SplitHeadsKernel(const float* qkv, AttentionDims d, float* q, float* k, float* v) {
+__global__ void SplitHeadsKernel(const float* src, AttentionDims d, int parts, float* dst0, float* dst1,
+                                 float* dst2) {
   const int64_t n = d.b * d.nh * d.t * d.hd, c = d.nh * d.hd;
   RM_GRID_STRIDE(idx, n) {
-    const int64_t o = FusedOffset(idx, d);
-    q[idx] = qkv[o];
-    k[idx] = qkv[o + c];
-    v[idx] = qkv[o + 2 * c];
+    const int64_t o = FusedOffset(idx, d, parts);
+    dst0[idx] = src[o];
+    if (parts == 3) {
+      dst1[idx] = src[o + c];
+      dst2[idx] = src[o + 2 * c];
+    }
   }
 }
 
@@ -31,7 +34,7 @@ __global__ void MergeQkvGradsKernel(const float* dq, const float* dk, const floa
                                     FloatType round) {
   const int64_t n = d.b * d.nh * d.t * d.hd, c = d.nh * d.hd;
   RM_GRID_STRIDE(idx, n) {
-    const int64_t o = FusedOffset(idx, d);
+    const int64_t o = FusedOffset(idx, d, 3);
     dqkv[o] = RoundTo(round, dq[idx]);
     dqkv[o + c] = RoundTo(round, dk[idx]);
     dqkv[o + 2 * c] = RoundTo(round, dv[idx]);
@@ -82,10 +85,11 @@ unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>((rows + kWarpsPe
 
 }  // namespace
 
-cudaError_t LaunchSplitHeads(const float* qkv, AttentionDims d, float* q, float* k, float* v, cudaStream_t stream) {
+cudaError_t LaunchSplitHeads(const float* src, AttentionDims d, int parts, float* dst0, float* dst1, float* dst2,
+                             cudaStream_t stream) {
   const int64_t n = d.b * d.nh * d.t * d.hd;
   if (n <= 0) return cudaSuccess;
-  SplitHeadsKernel<<<GridFor(n), kThreads, 0, stream>>>(qkv, d, q, k, v);
+  SplitHeadsKernel<<<GridFor(n), kThreads, 0, stream>>>(src, d, parts, dst0, dst1, dst2);
   return cudaGetLastError();
 }
 

@@ -19,8 +19,11 @@ struct AttentionDims {
   int64_t b, t, nh, hd;
 };
 
-// q, k, v = the three parts of qkv, heads first.
-cudaError_t LaunchSplitHeads(const float* qkv, AttentionDims d, float* q, float* k, float* v, cudaStream_t stream);
+// Heads first: src [b, t, parts, nh, hd] -> dst0 (and dst1, dst2 when parts
+// is 3) [b, nh, t, hd]. parts = 3 splits the fused qkv; parts = 1 transposes
+// one [b, t, nh * hd] tensor (dout) and leaves dst1/dst2 unused.
+cudaError_t LaunchSplitHeads(const float* src, AttentionDims d, int parts, float* dst0, float* dst1, float* dst2,
+                             cudaStream_t stream);
 // dqkv = round(dq, dk, dv) interleaved back into the fused layout.
 cudaError_t LaunchMergeQkvGrads(const float* dq, const float* dk, const float* dv, AttentionDims d, float* dqkv,
                                 FloatType round, cudaStream_t stream);

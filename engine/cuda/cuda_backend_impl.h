@@ -1,0 +1,102 @@
+#ifndef RINGMASTER_ENGINE_CUDA_CUDA_BACKEND_IMPL_H_
+#define RINGMASTER_ENGINE_CUDA_CUDA_BACKEND_IMPL_H_
+
+// CudaBackend's state, shared by its implementation files (internal to
+// engine/cuda): the device, the compute stream, the allocator, the cuBLASLt
+// and cuDNN handles with their plan caches, and the first error kept.
+
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/status_macros.h"
+#include "engine/core/check.h"
+#include "engine/core/cuda_status.h"
+#include "engine/core/tensor.h"
+#include "engine/cuda/caching_allocator.h"
+#include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/cudnn_descriptors.h"
+#include "engine/cuda/gemm_plan_cache.h"
+#include "engine/kernels/kernel_types.h"
+
+namespace ringmaster::engine {
+
+
+// A row-major (batched) GEMM on raw device pointers:
+// c[i] = alpha * op(a[i]) op(b[i]) + beta * c[i] (+ bias on every row), i < batch.
+struct GemmCall {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  float alpha = 1.0f, beta = 0.0f;
+  const float* a = nullptr;
+  int64_t lda = 0, stride_a = 0;  // lda: row length of a as stored
+  const float* b = nullptr;
+  int64_t ldb = 0, stride_b = 0;
+  float* c = nullptr;
+  int64_t ldc = 0, stride_c = 0;
+  const float* bias = nullptr;  // [n] or null (batch == 1 only)
+  // With a 16-bit compute dtype, round c to it (false: keep the fp32 product,
+  // as the CPU does for attention scores). c must be dense (ldc == n).
+  bool round_output = true;
+};
+
+struct CudaBackend::Impl {
+  CudaBackendConfig config;
+  CudaStream stream;
+  std::shared_ptr<CachingAllocator> allocator;
+  cublasLtHandle_t cublaslt = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  void* gemm_workspace = nullptr;  // kGemmWorkspaceBytes from the allocator
+  GemmPlanCache gemm_plans;
+  ConvAlgoCache conv_algos;
+  absl::Status error;  // the first failure since the last Synchronize()
+
+  static constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+
+  ~Impl();
+
+  uintptr_t stream_key() const { return reinterpret_cast<uintptr_t>(stream.get()); }
+  kernels::FloatType round() const { return static_cast<kernels::FloatType>(config.compute_dtype); }
+  bool mixed() const { return config.compute_dtype != DType::kF32; }
+
+  // Runs `body` (returning absl::Status) unless an earlier op failed; keeps its failure.
+  template <typename Body>
+  void Run(Body&& body) {
+    if (!error.ok()) return;
+    absl::Status status = body();
+    if (!status.ok()) error = std::move(status);
+  }
+
+  // A device tensor from the caching allocator, freed back to it when the
+  // last handle goes.
+  absl::StatusOr<Tensor> NewTensor(const Shape& shape, DType dtype);
+  // Scratch of `floats` f32 elements (at least one).
+  absl::StatusOr<Tensor> Scratch(int64_t floats);
+
+  // Runs a GEMM in the compute dtype: f16/bf16 operands (converted into
+  // scratch) on tensor cores with fp32 accumulation, or fp32/TF32; with a
+  // 16-bit compute dtype the new part (product + bias) is rounded before
+  // beta * c is added, as on the CPU.
+  absl::Status Gemm(const GemmCall& call);
+};
+
+// Device-tensor checks shared by the ops (violations are caller bugs).
+inline void CheckDeviceF32(const Tensor& t, const char* what) {
+  ENGINE_CHECK(t.defined() && t.dtype() == DType::kF32 && t.device() == Device::kCuda,
+               "{} must be an f32 CUDA tensor", what);
+}
+inline void CheckSameNumelCuda(const Tensor& a, const Tensor& b, const char* what) {
+  ENGINE_CHECK(a.numel() == b.numel(), "{}: {} vs {}", what, ShapeString(a.shape()), ShapeString(b.shape()));
+}
+inline float* F32(const Tensor& t) { return static_cast<float*>(t.raw()); }
+inline const int32_t* I32(const Tensor& t) { return static_cast<const int32_t*>(t.raw()); }
+
+}  // namespace ringmaster::engine
+
+#endif  // RINGMASTER_ENGINE_CUDA_CUDA_BACKEND_IMPL_H_
