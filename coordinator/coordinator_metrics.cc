@@ -1,5 +1,6 @@
 #include "coordinator/coordinator_metrics.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -16,12 +17,24 @@ constexpr const char* kSlotStates[3] = {"allocated", "free", "unavailable"};
 constexpr absl::Duration kNodeCountsTtl = absl::Milliseconds(100);
 
 bool Waiting(v1::JobState s) { return s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RESTARTING; }
+bool Terminal(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+std::string StateLabel(v1::JobState s) { return absl::AsciiStrToLower(StateName(s)); }
+
+// The causes a generation restarts for (ReasonCode of the event that moves a
+// job to RESTARTING), exposed at 0 before the first one happens.
+constexpr v1::JobEventKind kRestartCauses[] = {v1::JOB_EVENT_KIND_RANK_EXITED, v1::JOB_EVENT_KIND_NODE_LOST,
+                                               v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
+                                               v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT, v1::JOB_EVENT_KIND_RECOVERED};
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(MetricsRegistry* registry,
-                                                                               const NodeRegistry* nodes) {
-  std::unique_ptr<CoordinatorMetrics> metrics(new CoordinatorMetrics(registry, nodes));
+                                                                               const NodeRegistry* nodes,
+                                                                               const Clock* clock) {
+  std::unique_ptr<CoordinatorMetrics> metrics(
+      new CoordinatorMetrics(registry, nodes, clock != nullptr ? clock : Clock::Real()));
   RETURN_IF_ERROR(metrics->Register());
   return metrics;
 }
@@ -30,8 +43,11 @@ absl::Status CoordinatorMetrics::Register() {
   ASSIGN_OR_RETURN(Family<Gauge> * jobs, registry_->AddGauge("ringmaster_jobs", "Jobs per state.", {"state"}));
   for (int s = v1::JOB_STATE_QUEUED; s <= v1::JOB_STATE_CANCELLED; ++s) {
     const auto state = static_cast<v1::JobState>(s);
-    ASSIGN_OR_RETURN(jobs_by_state_[state], jobs->WithLabels({absl::AsciiStrToLower(StateName(state))}));
+    ASSIGN_OR_RETURN(jobs_by_state_[state], jobs->WithLabels({StateLabel(state)}));
   }
+  ASSIGN_OR_RETURN(job_state_, registry_->AddGauge("ringmaster_job_state",
+                                                   "1 for the state each job that has not ended is in.",
+                                                   {"job", "state"}));
   ASSIGN_OR_RETURN(Family<Gauge> * queue,
                    registry_->AddGauge("ringmaster_queue_length",
                                        "Jobs waiting for placement: queued, or restarting and waiting for their "
@@ -42,6 +58,12 @@ absl::Status CoordinatorMetrics::Register() {
                                            "Time from submission (or a failed generation) to placement.", {},
                                            {0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400, 86400}));
   ASSIGN_OR_RETURN(queue_wait_, wait->WithLabels({}));
+  ASSIGN_OR_RETURN(Family<CallbackGauge> * oldest,
+                   registry_->AddCallbackGauge("ringmaster_queue_oldest_wait_seconds",
+                                               "How long the job waiting longest for placement has waited so far "
+                                               "(0 when none waits)."));
+  ASSIGN_OR_RETURN(CallbackGauge * oldest_wait, oldest->WithLabels({}));
+  oldest_wait->SetCallback([this] { return OldestWaitSeconds(); });
   ASSIGN_OR_RETURN(std::vector<double> pass_buckets, ExponentialBuckets(0.0001, 2.5, 12));
   ASSIGN_OR_RETURN(
       Family<Histogram> * pass,
@@ -55,6 +77,7 @@ absl::Status CoordinatorMetrics::Register() {
   ASSIGN_OR_RETURN(rendezvous_duration_, rendezvous->WithLabels({}));
   ASSIGN_OR_RETURN(restarts_, registry_->AddCounter("ringmaster_job_restarts_total",
                                                     "Job generations restarted, by cause.", {"reason"}));
+  for (v1::JobEventKind cause : kRestartCauses) RETURN_IF_ERROR(restarts_->WithLabels({ReasonCode(cause)}).status());
   ASSIGN_OR_RETURN(
       rpc_latency_,
       registry_->AddHistogram(
@@ -119,13 +142,31 @@ CoordinatorMetrics::NodeCounts CoordinatorMetrics::Counts() {
   return counts_;
 }
 
-void CoordinatorMetrics::SetStateLocked(JobTrack& track, v1::JobState state) {
+void CoordinatorMetrics::SetStateLocked(const std::string& job_id, JobTrack& track, v1::JobState state) {
   if (track.state == state) return;
-  if (track.state != v1::JOB_STATE_UNSPECIFIED) jobs_by_state_[track.state]->Dec();
+  if (track.state != v1::JOB_STATE_UNSPECIFIED) {
+    jobs_by_state_[track.state]->Dec();
+    job_state_->Remove({job_id, StateLabel(track.state)}).IgnoreError();
+  }
   if (Waiting(track.state)) queue_length_->Dec();
   track.state = state;
   if (state != v1::JOB_STATE_UNSPECIFIED) jobs_by_state_[state]->Inc();
   if (Waiting(state)) queue_length_->Inc();
+  if (state != v1::JOB_STATE_UNSPECIFIED && !Terminal(state)) {
+    if (absl::StatusOr<Gauge*> g = job_state_->WithLabels({job_id, StateLabel(state)}); g.ok()) (*g)->Set(1);
+  }
+}
+
+double CoordinatorMetrics::OldestWaitSeconds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Time oldest = absl::InfiniteFuture();
+  for (const auto& [id, track] : jobs_) {
+    if (Waiting(track.state) && track.waiting_since != absl::InfinitePast()) {
+      oldest = std::min(oldest, track.waiting_since);
+    }
+  }
+  if (oldest == absl::InfiniteFuture()) return 0;
+  return std::max(absl::ToDoubleSeconds(clock_->Now() - oldest), 0.0);
 }
 
 void CoordinatorMetrics::Seed(const std::vector<v1::Job>& jobs) {
@@ -135,7 +176,7 @@ void CoordinatorMetrics::Seed(const std::vector<v1::Job>& jobs) {
     if (track.state == v1::JOB_STATE_UNSPECIFIED && job.state() == v1::JOB_STATE_QUEUED) {
       track.waiting_since = FromProtoTime(job.submit_time());
     }
-    SetStateLocked(track, job.state());
+    SetStateLocked(job.id(), track, job.state());
   }
 }
 
@@ -174,7 +215,7 @@ void CoordinatorMetrics::OnJobChanged(const v1::Job& job, const std::vector<v1::
       track.starting_since = absl::InfinitePast();
     }
   }
-  SetStateLocked(track, job.state());
+  SetStateLocked(job.id(), track, job.state());
 }
 
 void CoordinatorMetrics::ObserveSchedulingPass(absl::Duration d) {

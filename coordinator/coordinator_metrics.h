@@ -8,6 +8,11 @@
 //   ringmaster_queue_length                      gauge: jobs waiting for placement (QUEUED, and
 //                                                RESTARTING jobs waiting for their next generation)
 //   ringmaster_queue_wait_seconds                histogram: submit (or failed generation) -> placed
+//   ringmaster_queue_oldest_wait_seconds         gauge: how long the longest-waiting job has waited
+//                                                so far (0: none waits); what a queue-wait alert reads,
+//                                                since the histogram only learns of a wait once it ends
+//   ringmaster_job_state{job,state}              gauge: 1 for each non-terminal job's state (the
+//                                                dashboards' job list); terminal jobs leave it
 //   ringmaster_nodes{state}                      gauge: nodes per state (ready, draining, lost)
 //   ringmaster_gpus{state}                       gauge: GPUs allocated (held by ranks), free (on
 //                                                READY nodes), unavailable (DRAINING/LOST nodes)
@@ -16,13 +21,14 @@
 //   ringmaster_scheduling_latency_seconds        histogram: one scheduling pass over a non-empty queue
 //   ringmaster_rendezvous_duration_seconds       histogram: start orders sent -> every rank joined
 //   ringmaster_job_restarts_total{reason}        counter: generations restarted, by cause
-//                                                (RankExited, NodeLost, ProgressTimeout, ...)
+//                                                (RankExited, NodeLost, ProgressTimeout, ...;
+//                                                every cause is exposed from the start, at 0)
 //   ringmaster_rpc_latency_seconds{method}       histogram: unary RPCs, handler start -> status sent
 //   ringmaster_rpcs_total{method,code}           counter: RPCs finished, by status code
 //   ringmaster_log_lines_total{result}           counter: pushed log lines (stored, duplicate, invalid)
 //
 // Job metrics come from JobListener::OnJobChanged (event times, the
-// coordinator's clock); node metrics are read from the NodeRegistry when
+// coordinator's clock, which also times the oldest wait); node metrics are read from the NodeRegistry when
 // scraped (cached for 100 ms, so one scrape lists the nodes once).
 //
 // Thread-safe. The JobListener callbacks only update atomics and a map under
@@ -38,6 +44,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/metrics.h"
 #include "coordinator/job_controller.h"
 #include "coordinator/node_registry.h"
@@ -47,8 +54,10 @@ namespace ringmaster::coordinator {
 class CoordinatorMetrics : public JobListener {
  public:
   // Registers the families. `nodes` must outlive the registry's scrapes.
+  // `clock` (nullptr: the real one) must be the JobController's.
   static absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> Create(MetricsRegistry* registry,
-                                                                    const NodeRegistry* nodes);
+                                                                    const NodeRegistry* nodes,
+                                                                    const Clock* clock = nullptr);
 
   // The jobs as they are after JobController::Recover (before traffic).
   void Seed(const std::vector<v1::Job>& jobs);
@@ -79,13 +88,16 @@ class CoordinatorMetrics : public JobListener {
     absl::Time starting_since = absl::InfinitePast();  // start orders sent at
   };
 
-  CoordinatorMetrics(MetricsRegistry* registry, const NodeRegistry* nodes) : registry_(registry), nodes_(nodes) {}
+  CoordinatorMetrics(MetricsRegistry* registry, const NodeRegistry* nodes, const Clock* clock)
+      : registry_(registry), nodes_(nodes), clock_(clock) {}
   absl::Status Register();
   NodeCounts Counts();
-  void SetStateLocked(JobTrack& track, v1::JobState state);
+  void SetStateLocked(const std::string& job_id, JobTrack& track, v1::JobState state);
+  double OldestWaitSeconds();
 
   MetricsRegistry* const registry_;
   const NodeRegistry* const nodes_;
+  const Clock* const clock_;
 
   std::map<v1::JobState, Gauge*> jobs_by_state_;
   Gauge* queue_length_ = nullptr;
@@ -93,6 +105,7 @@ class CoordinatorMetrics : public JobListener {
   Histogram* scheduling_latency_ = nullptr;
   Histogram* rendezvous_duration_ = nullptr;
   Family<Counter>* restarts_ = nullptr;
+  Family<Gauge>* job_state_ = nullptr;
   Family<Histogram>* rpc_latency_ = nullptr;
   Family<Counter>* rpcs_ = nullptr;
   Family<Counter>* log_lines_ = nullptr;

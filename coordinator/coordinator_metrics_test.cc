@@ -29,6 +29,7 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   unknown.set_job_id("j-99");
   v1::GetJobResponse response;
   EXPECT_EQ(jobs_->GetJob(Context().get(), unknown, &response).error_code(), grpc::StatusCode::NOT_FOUND);
+  clock_.Advance(absl::Seconds(1));  // both waiting jobs have waited 1 s (the node's lease is 3 s)
 
   httplib::Client client("127.0.0.1", server_->metrics_port());
   client.set_read_timeout(10, 0);
@@ -41,7 +42,8 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
        {"ringmaster_jobs", "ringmaster_queue_length", "ringmaster_queue_wait_seconds", "ringmaster_nodes",
         "ringmaster_gpus", "ringmaster_cpu_slots", "ringmaster_node_sessions", "ringmaster_scheduling_latency_seconds",
         "ringmaster_rendezvous_duration_seconds", "ringmaster_job_restarts_total", "ringmaster_rpc_latency_seconds",
-        "ringmaster_rpcs_total", "ringmaster_log_lines_total"}) {
+        "ringmaster_rpcs_total", "ringmaster_log_lines_total", "ringmaster_queue_oldest_wait_seconds",
+        "ringmaster_job_state"}) {
     EXPECT_TRUE(Has(text, absl::StrCat("# HELP ", family, " "))) << family;
     EXPECT_TRUE(Has(text, absl::StrCat("# TYPE ", family, " "))) << family;
   }
@@ -50,6 +52,10 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   EXPECT_TRUE(Has(text, "ringmaster_jobs{state=\"succeeded\"} 0"));
   EXPECT_TRUE(Has(text, "ringmaster_queue_length 2"));  // the restarting job waits for its next generation
   EXPECT_TRUE(Has(text, "ringmaster_job_restarts_total{reason=\"RankExited\"} 1"));
+  EXPECT_TRUE(Has(text, "ringmaster_job_restarts_total{reason=\"NodeLost\"} 0"));  // every cause, from the start
+  EXPECT_TRUE(Has(text, "ringmaster_queue_oldest_wait_seconds 1\n")) << text;
+  EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_state{job=\"", job_id, "\",state=\"restarting\"} 1")));
+  EXPECT_FALSE(Has(text, absl::StrCat("ringmaster_job_state{job=\"", job_id, "\",state=\"running\"}")));
   EXPECT_TRUE(Has(text, "ringmaster_nodes{state=\"ready\"} 1"));
   EXPECT_TRUE(Has(text, "ringmaster_cpu_slots{state=\"allocated\"} 1"));  // rank 0 has not exited yet
   EXPECT_TRUE(Has(text, "ringmaster_cpu_slots{state=\"free\"} 1"));

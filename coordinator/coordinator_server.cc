@@ -119,7 +119,7 @@ absl::Status CoordinatorServer::Build() {
   RETURN_IF_ERROR(checkpoints_->Recover());
   rendezvous_ = std::make_unique<Rendezvous>(clock_);
   registry_ = std::make_unique<MetricsRegistry>();
-  ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get()));
+  ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get(), clock_));
 
   JobControllerOptions options;
   options.rendezvous_timeout = config_.rendezvous_timeout;

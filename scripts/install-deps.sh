@@ -10,8 +10,14 @@ build_pkgs=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libgloo-dev libsqlite3-dev
   libcli11-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev zlib1g-dev libopenblas-dev
 )
-# What the tests and the examples read or run: promtool, the datasets, the corpus.
-test_pkgs=(prometheus dataset-fashion-mnist bible-kjv bible-kjv-text iproute2 procps python3)
+# What the tests and the examples read or run: promtool and prometheus, the
+# datasets, the corpus; for deploy/: systemd-analyze, PyYAML, node (the
+# Kubernetes schema check, below).
+test_pkgs=(prometheus dataset-fashion-mnist bible-kjv bible-kjv-text iproute2 procps python3 python3-yaml systemd
+  nodejs)
+# kubectl (for `kubectl kustomize`) and npm come from Debian only where no other
+# install provides them (a vendor's kubectl package, or a nodejs that bundles npm).
+optional_cmds=(kubectl:kubernetes-client npm:npm)
 # Only the benchmarks compare against PyTorch on the CPU.
 bench_pkgs=(python3-torch python3-numpy)
 
@@ -21,7 +27,12 @@ wanted=()
 for g in "${groups[@]}"; do
   case "$g" in
     build) wanted+=("${build_pkgs[@]}") ;;
-    test) wanted+=("${test_pkgs[@]}") ;;
+    test)
+      wanted+=("${test_pkgs[@]}")
+      for entry in "${optional_cmds[@]}"; do
+        command -v "${entry%%:*}" >/dev/null || wanted+=("${entry#*:}")
+      done
+      ;;
     bench) wanted+=("${bench_pkgs[@]}") ;;
     *) echo "install-deps: unknown group '$g' (expected build, test or bench)" >&2; exit 2 ;;
   esac
@@ -44,11 +55,24 @@ make_corpus() {
   echo "install-deps: wrote $corpus ($(wc -c <"$corpus") bytes)"
 }
 
+# deploy/kubernetes_test.sh validates the manifests offline against the
+# Kubernetes OpenAPI schemas of the npm package kubernetes-models (docs/decisions.md).
+k8s_models_version=5.1.0
+k8s_models=/usr/local/share/ringmaster/npm
+install_k8s_models() {
+  [[ " ${wanted[*]} " == *" nodejs "* ]] || return 0
+  grep -qs "\"version\": \"$k8s_models_version\"" "$k8s_models/node_modules/kubernetes-models/package.json" && return 0
+  "${sudo[@]}" mkdir -p "$k8s_models"
+  "${sudo[@]}" npm install --silent --no-audit --no-fund --prefix "$k8s_models" "kubernetes-models@$k8s_models_version"
+  echo "install-deps: kubernetes-models $k8s_models_version in $k8s_models"
+}
+
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#wanted[@]} packages present"
   make_corpus
+  install_k8s_models
   exit 0
 fi
 
@@ -66,4 +90,5 @@ fi
 trap '[ $made_policy -eq 1 ] && "${sudo[@]}" rm -f "$policy"' EXIT
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 make_corpus
+install_k8s_models
 echo "install-deps: done"

@@ -81,7 +81,7 @@ class AgentServer::Services {
            std::shared_ptr<grpc::Channel> coordinator)
       : agent_(supervisor, metrics, std::move(on_progress)),
         rendezvous_(supervisor, v1::RendezvousService::NewStub(coordinator)),
-        checkpoint_(supervisor, v1::CheckpointService::NewStub(coordinator)) {}
+        checkpoint_(supervisor, metrics, v1::CheckpointService::NewStub(coordinator)) {}
 
   void Register(grpc::ServerBuilder* builder) {
     builder->RegisterService(&agent_);
@@ -182,8 +182,8 @@ class AgentServer::Services {
   class Checkpoint : public v1::CheckpointService::CallbackService {
    public:
     using Stub = v1::CheckpointService::Stub;
-    Checkpoint(ProcessSupervisor* supervisor, std::unique_ptr<Stub> stub)
-        : supervisor_(supervisor), stub_(std::move(stub)) {}
+    Checkpoint(ProcessSupervisor* supervisor, WorkerMetrics* metrics, std::unique_ptr<Stub> stub)
+        : supervisor_(supervisor), metrics_(metrics), stub_(std::move(stub)) {}
 
     grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* context, const v1::CommitCheckpointRequest* request,
                                      v1::CommitCheckpointResponse* response) override {
@@ -195,6 +195,12 @@ class AgentServer::Services {
       }
       forwarded.set_job_id(job_id);
       forwarded.set_generation(generation);
+      if (metrics_ != nullptr) {  // the files are written whatever the coordinator answers
+        int64_t bytes = 0;
+        for (const v1::CheckpointFile& file : forwarded.files()) bytes += file.size_bytes();
+        metrics_->RecordCheckpoint(job_id, generation, forwarded.rank(),
+                                   forwarded.write_seconds() > 0 ? forwarded.write_seconds() : -1, bytes);
+      }
       return Forward(context, std::move(forwarded), response, [this](auto* c, auto* q, auto* r, auto done) {
         stub_->async()->Commit(c, q, r, std::move(done));
       });
@@ -218,6 +224,7 @@ class AgentServer::Services {
 
    private:
     ProcessSupervisor* const supervisor_;
+    WorkerMetrics* const metrics_;  // may be null
     const std::unique_ptr<Stub> stub_;
   };
 

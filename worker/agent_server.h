@@ -6,6 +6,8 @@
 //   - AgentService.ReportMetrics: a running rank's step metrics go to the
 //     WorkerMetrics and, as RankProgress, to `on_progress` (the session relays
 //     them). A rank whose generation is over gets stop=true.
+//   - CheckpointService.Commit also records the checkpoint's write time and
+//     size in the WorkerMetrics.
 //   - RendezvousService and CheckpointService: forwarded to the coordinator
 //     unchanged but for the caller's scope, which the worker fills (an empty
 //     job id: the node's only job; generation 0: the job's current one) and

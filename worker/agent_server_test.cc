@@ -297,6 +297,28 @@ TEST_F(AgentServerTest, ForwardsCommitsAndPassesTheCoordinatorsErrorsThrough) {
   EXPECT_EQ(status.error_message(), "files: at least one");
 }
 
+TEST_F(AgentServerTest, ACommittedCheckpointsWriteTimeAndSizeReachTheMetrics) {
+  StartAgent();
+  v1::CommitCheckpointRequest commit;
+  commit.set_job_id("j");
+  commit.set_generation(2);
+  commit.set_rank(0);
+  commit.set_step(100);
+  commit.set_write_seconds(0.5);
+  for (int64_t size : {1000, 24}) {
+    v1::CheckpointFile* file = commit.add_files();
+    file->set_path(absl::StrCat("f", size));
+    file->set_size_bytes(size);
+  }
+  v1::CommitCheckpointResponse response;
+  grpc::Status status = checkpoints_->Commit(Context().get(), commit, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const std::string text = registry_.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",rank=\"0\",node=\"node-a\"} 1024"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_sum{job=\"j\",rank=\"0\",node=\"node-a\"} 0.5"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",rank=\"0\",node=\"node-a\"} 1"));
+}
+
 TEST_F(AgentServerTest, TheCallersDeadlineAndCancellationReachTheCoordinator) {
   StartAgent();
   v1::KvWaitRequest wait;

@@ -1,5 +1,9 @@
 #include "worker/worker_metrics.h"
 
+#include <algorithm>
+#include <limits>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -19,6 +23,11 @@ struct WorkerMetrics::Families {
   Family<Gauge>* step;
   Family<Gauge>* device_memory_bytes;
   Family<Gauge>* generation;
+  Family<Gauge>* compute_seconds;
+  Family<Gauge>* skew_ratio;
+  Family<Histogram>* checkpoint_seconds;
+  Family<Gauge>* checkpoint_bytes;
+  Family<Counter>* checkpoints;
   Family<CallbackGauge>* ranks_running;
   Family<Gauge>* gpus;
   Family<Gauge>* cpu_slots;
@@ -41,6 +50,12 @@ struct WorkerMetrics::RankSeries {
   Gauge* step;
   Gauge* device_memory_bytes;
   Gauge* generation;
+  Gauge* compute_seconds;
+  Gauge* skew_ratio;
+  Histogram* checkpoint_seconds;
+  Gauge* checkpoint_bytes;
+  Counter* checkpoints;
+  double compute = 0;  // last reported step time less communication, seconds
 };
 
 absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegistry* registry, std::string node) {
@@ -72,6 +87,21 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
   RETURN_IF_ERROR(gauge("ringmaster_rank_device_memory_bytes",
                         "Peak device memory of the rank (host memory for CPU ranks), bytes.", &f->device_memory_bytes));
   RETURN_IF_ERROR(gauge("ringmaster_rank_generation", "Job generation of the rank's last report.", &f->generation));
+  RETURN_IF_ERROR(gauge("ringmaster_rank_compute_seconds",
+                        "Of the mean step time, seconds not spent on communication (the straggler's is the largest).",
+                        &f->compute_seconds));
+  RETURN_IF_ERROR(gauge("ringmaster_rank_step_time_skew_ratio",
+                        "The rank's compute seconds over the median of its job's ranks on this node.",
+                        &f->skew_ratio));
+  ASSIGN_OR_RETURN(std::vector<double> checkpoint_buckets, ExponentialBuckets(0.01, 2.0, 16));
+  ASSIGN_OR_RETURN(f->checkpoint_seconds,
+                   registry->AddHistogram("ringmaster_rank_checkpoint_seconds",
+                                          "Time to write each checkpoint the rank committed, seconds.", rank_labels,
+                                          checkpoint_buckets));
+  RETURN_IF_ERROR(
+      gauge("ringmaster_rank_checkpoint_bytes", "Size of the rank's last committed checkpoint.", &f->checkpoint_bytes));
+  ASSIGN_OR_RETURN(f->checkpoints, registry->AddCounter("ringmaster_rank_checkpoints_total",
+                                                        "Checkpoints the rank committed.", rank_labels));
   ASSIGN_OR_RETURN(f->ranks_running, registry->AddCallbackGauge("ringmaster_worker_ranks_running",
                                                                 "Trainer processes alive on the node.", node_labels));
   ASSIGN_OR_RETURN(f->gpus, registry->AddGauge("ringmaster_worker_gpus", "GPUs the node offers.", node_labels));
@@ -122,22 +152,34 @@ absl::StatusOr<WorkerMetrics::RankSeries*> WorkerMetrics::SeriesLocked(const std
   ASSIGN_OR_RETURN(s->step, f.step->WithLabels(labels));
   ASSIGN_OR_RETURN(s->device_memory_bytes, f.device_memory_bytes->WithLabels(labels));
   ASSIGN_OR_RETURN(s->generation, f.generation->WithLabels(labels));
+  ASSIGN_OR_RETURN(s->compute_seconds, f.compute_seconds->WithLabels(labels));
+  ASSIGN_OR_RETURN(s->skew_ratio, f.skew_ratio->WithLabels(labels));
+  ASSIGN_OR_RETURN(s->checkpoint_seconds, f.checkpoint_seconds->WithLabels(labels));
+  ASSIGN_OR_RETURN(s->checkpoint_bytes, f.checkpoint_bytes->WithLabels(labels));
+  ASSIGN_OR_RETURN(s->checkpoints, f.checkpoints->WithLabels(labels));
   RankSeries* raw = s.get();
   series_[key] = std::move(s);
   return raw;
 }
 
-void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& m) {
-  std::lock_guard<std::mutex> lock(mu_);
+WorkerMetrics::RankSeries* WorkerMetrics::CurrentSeriesLocked(const std::string& job_id, int64_t generation,
+                                                               int32_t rank) {
   int64_t& newest = generation_[{job_id, rank}];
-  if (generation < newest) return;
+  if (generation < newest) return nullptr;
   newest = generation;
   absl::StatusOr<RankSeries*> series = SeriesLocked(job_id, rank);
   if (!series.ok()) {  // a job id that is not UTF-8: the launcher never starts such a rank
     spdlog::warn("metrics of job {} rank {}: {}", job_id, rank, series.status().ToString());
-    return;
+    return nullptr;
   }
-  RankSeries& s = **series;
+  return *series;
+}
+
+void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RankSeries* series = CurrentSeriesLocked(job_id, generation, rank);
+  if (series == nullptr) return;
+  RankSeries& s = *series;
   s.samples_per_second->Set(m.samples_per_second());
   s.tokens_per_second->Set(m.tokens_per_second());
   s.loss->Set(m.loss());
@@ -150,6 +192,31 @@ void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, in
   s.step->Set(static_cast<double>(m.step()));
   s.device_memory_bytes->Set(static_cast<double>(m.memory_bytes()));
   s.generation->Set(static_cast<double>(generation));
+  s.compute = std::max(m.step_time_seconds() - m.communication_seconds(), 0.0);
+  s.compute_seconds->Set(s.compute);
+  UpdateSkewLocked(job_id);
+}
+
+void WorkerMetrics::UpdateSkewLocked(const std::string& job_id) {
+  const auto first = series_.lower_bound({job_id, std::numeric_limits<int32_t>::min()});
+  auto in_job = [&](decltype(first) it) { return it != series_.end() && it->first.first == job_id; };
+  std::vector<double> computes;
+  for (auto it = first; in_job(it); ++it) computes.push_back(it->second->compute);
+  if (computes.empty()) return;
+  std::sort(computes.begin(), computes.end());
+  const size_t n = computes.size();
+  const double median = n % 2 == 1 ? computes[n / 2] : (computes[n / 2 - 1] + computes[n / 2]) / 2;
+  for (auto it = first; in_job(it); ++it) it->second->skew_ratio->Set(median > 0 ? it->second->compute / median : 1.0);
+}
+
+void WorkerMetrics::RecordCheckpoint(const std::string& job_id, int64_t generation, int32_t rank,
+                                     double write_seconds, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RankSeries* s = CurrentSeriesLocked(job_id, generation, rank);
+  if (s == nullptr) return;
+  if (write_seconds >= 0) s->checkpoint_seconds->Observe(write_seconds);
+  s->checkpoint_bytes->Set(static_cast<double>(bytes));
+  s->checkpoints->Inc();
 }
 
 void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, int32_t rank) {
@@ -164,10 +231,14 @@ void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, in
   Families& f = *families_;
   for (Family<Gauge>* family :
        {f.samples_per_second, f.tokens_per_second, f.loss, f.loss_scale, f.skipped_steps, f.communication_seconds,
-        f.grad_norm, f.learning_rate, f.step, f.device_memory_bytes, f.generation}) {
+        f.grad_norm, f.learning_rate, f.step, f.device_memory_bytes, f.generation, f.compute_seconds, f.skew_ratio,
+        f.checkpoint_bytes}) {
     family->Remove(labels).IgnoreError();
   }
   f.step_seconds->Remove(labels).IgnoreError();
+  f.checkpoint_seconds->Remove(labels).IgnoreError();
+  f.checkpoints->Remove(labels).IgnoreError();
+  UpdateSkewLocked(job_id);
 }
 
 void WorkerMetrics::SetCapacity(int gpus, int cpu_slots) {

@@ -9,7 +9,16 @@
 //   the reported mean step time, one observation per report),
 //   ringmaster_rank_communication_seconds, ringmaster_rank_grad_norm,
 //   ringmaster_rank_learning_rate, ringmaster_rank_step,
-//   ringmaster_rank_device_memory_bytes, ringmaster_rank_generation.
+//   ringmaster_rank_device_memory_bytes, ringmaster_rank_generation,
+//   ringmaster_rank_compute_seconds (step time less communication: in a
+//   synchronous job every rank's step takes as long as the slowest one's, and
+//   the straggler is the rank that computes longest and waits least),
+//   ringmaster_rank_step_time_skew_ratio (a rank's compute time over the
+//   median of its job's ranks on this node; 1 for a node's only rank; the
+//   cluster-wide ratio is a Prometheus recording rule, deploy/prometheus),
+//   ringmaster_rank_checkpoint_seconds (histogram: write time of each
+//   checkpoint the rank committed), ringmaster_rank_checkpoint_bytes (size of
+//   its last one), ringmaster_rank_checkpoints_total.
 // A rank's series disappear when its process exits.
 // Per node (label node):
 //   ringmaster_worker_ranks_running, ringmaster_worker_gpus,
@@ -47,6 +56,10 @@ class WorkerMetrics {
   // A trainer's report. Reports of a generation older than the last one
   // recorded for the same (job, rank) are ignored.
   void RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& metrics);
+  // The rank committed a checkpoint of `bytes` that took `write_seconds` to
+  // write (< 0: unknown, not observed). Same generation rule as RecordStep.
+  void RecordCheckpoint(const std::string& job_id, int64_t generation, int32_t rank, double write_seconds,
+                        int64_t bytes);
   // The rank's process exited: counts it and removes its series (unless a
   // newer generation of the same rank already reports).
   void RankExited(const std::string& job_id, int64_t generation, int32_t rank);
@@ -62,7 +75,12 @@ class WorkerMetrics {
   struct Families;
   struct RankSeries;
   WorkerMetrics(std::unique_ptr<Families> families, std::string node);
+  // The rank's series, created on first use; nullptr (logged) for a job id
+  // the registry refuses, or a report of an older generation.
+  RankSeries* CurrentSeriesLocked(const std::string& job_id, int64_t generation, int32_t rank);
   absl::StatusOr<RankSeries*> SeriesLocked(const std::string& job_id, int32_t rank);
+  // Sets the skew ratio of every rank of `job_id` on this node.
+  void UpdateSkewLocked(const std::string& job_id);
 
   const std::unique_ptr<Families> families_;
   const std::string node_;

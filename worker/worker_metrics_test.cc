@@ -65,6 +65,53 @@ TEST(WorkerMetricsTest, AnExitedRanksSeriesGoUnlessANewerGenerationReports) {
   EXPECT_THAT(text, HasSubstr("ringmaster_worker_rank_exits_total{node=\"n\"} 2"));
 }
 
+v1::StepMetrics Timed(double step_seconds, double comm_seconds) {
+  v1::StepMetrics m = Step(1);
+  m.set_step_time_seconds(step_seconds);
+  m.set_communication_seconds(comm_seconds);
+  return m;
+}
+
+TEST(WorkerMetricsTest, TheStragglerIsTheRankThatComputesLongestAgainstItsJobsMedian) {
+  MetricsRegistry registry;
+  std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
+  // Every rank's step takes 1 s; rank 2 computes 0.75 s of it, the others 0.25 s and wait.
+  metrics->RecordStep("j", 1, 0, Timed(1.0, 0.75));
+  metrics->RecordStep("j", 1, 1, Timed(1.0, 0.75));
+  metrics->RecordStep("j", 1, 2, Timed(1.0, 0.25));
+  metrics->RecordStep("other", 1, 0, Timed(1.0, 0.0));  // another job: its own median
+  std::string text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_compute_seconds{job=\"j\",rank=\"2\",node=\"n\"} 0.75"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"2\",node=\"n\"} 3"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"0\",node=\"n\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"other\",rank=\"0\",node=\"n\"} 1"));
+  // The straggler exits: the two left are even.
+  metrics->RankExited("j", 1, 2);
+  text = registry.ExposeText();
+  EXPECT_THAT(text, Not(HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"2\"")));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"1\",node=\"n\"} 1"));
+}
+
+TEST(WorkerMetricsTest, CheckpointsAreCountedWithTheirWriteTimeAndSize) {
+  MetricsRegistry registry;
+  std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
+  metrics->RecordCheckpoint("j", 1, 0, 0.3, 4096);
+  metrics->RecordCheckpoint("j", 1, 0, -1, 8192);  // write time unknown: counted, not observed
+  metrics->RecordCheckpoint("j", 0, 0, 5.0, 1);      // an older generation: ignored
+  const std::string text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",rank=\"0\",node=\"n\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",rank=\"0\",node=\"n\"} 8192"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_count{job=\"j\",rank=\"0\",node=\"n\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_sum{job=\"j\",rank=\"0\",node=\"n\"} 0.3"));
+  metrics->RankExited("j", 1, 0);
+  EXPECT_THAT(registry.ExposeText(), Not(HasSubstr("ringmaster_rank_checkpoint_bytes{")));
+
+  absl::StatusOr<PromtoolResult> lint = RunPromtoolCheckMetrics(text);
+  if (lint.status().code() == absl::StatusCode::kNotFound) GTEST_SKIP() << lint.status();
+  ASSERT_TRUE(lint.ok()) << lint.status();
+  EXPECT_EQ(lint->exit_code, 0) << lint->output;
+}
+
 TEST(WorkerMetricsTest, CreatingTwiceOnOneRegistrySharesTheFamilies) {
   MetricsRegistry registry;
   ASSERT_TRUE(WorkerMetrics::Create(&registry, "n").ok());

@@ -1,9 +1,12 @@
 #include "engine/train/agent_client.h"
 
+#include <sys/resource.h>
+
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/checkpoint_files.h"
@@ -27,6 +30,15 @@ void SetDeadline(grpc::ClientContext* context) {
 absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), absl::StrCat(what, ": ", s.error_message()));
+}
+
+// Peak resident memory of this process, bytes (0 if unknown). The CPU
+// backend's "device memory"; a CUDA rank reports host memory here too until
+// the trainer reports its device's peak.
+int64_t PeakRssBytes() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
 }
 
 }  // namespace
@@ -75,6 +87,7 @@ void AgentClient::ReportStep(const StepReport& step) {
   m.set_communication_seconds(step.comm_seconds);
   m.set_grad_norm(step.grad_norm);
   m.set_learning_rate(step.lr);
+  m.set_memory_bytes(PeakRssBytes());
   *m.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -83,6 +96,7 @@ void AgentClient::ReportStep(const StepReport& step) {
     m.set_eval_step(last_eval_.eval_step());
     latest_ = m;
     pending_ = std::move(m);
+    handed_back_ = absl::Now();
   }
   cv_.notify_all();
 }
@@ -101,6 +115,7 @@ void AgentClient::ReportEval(const EvalReport& eval) {
       pending_->set_eval_accuracy(eval.accuracy >= 0 ? eval.accuracy : 0);
       pending_->set_eval_step(eval.step);
     }
+    handed_back_ = absl::Now();
   }
   cv_.notify_all();
 }
@@ -148,6 +163,11 @@ absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path
   request.set_rank(rank_);
   request.set_pipeline_stage(stage);
   request.set_pipeline_stages(stages);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool known = handed_back_ != absl::InfinitePast();
+    request.set_write_seconds(known ? absl::ToDoubleSeconds(absl::Now() - handed_back_) : -1);
+  }
   for (const ManifestEntry& entry : manifest.files) {
     v1::CheckpointFile* file = request.add_files();
     file->set_path(entry.name);

@@ -39,7 +39,10 @@ class AgentClient {
   void ReportStep(const StepReport& step);
   void ReportEval(const EvalReport& eval);
   // Records checkpoint `path` (a step directory with its MANIFEST.json) as
-  // written by this rank for pipeline stage `stage` of `stages`.
+  // written by this rank for pipeline stage `stage` of `stages`. Its write
+  // time (CommitCheckpointRequest.write_seconds) is the time since the last
+  // ReportStep or ReportEval: the trainer writes a checkpoint right after
+  // reporting its step (and evaluation), then commits it.
   absl::Status CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages);
   // The coordinator answered a report with "stop" (cancelled, or the
   // generation is over).
@@ -65,6 +68,7 @@ class AgentClient {
   std::optional<v1::StepMetrics> latest_;   // guarded by mu_: the last step reported
   v1::StepMetrics last_eval_;               // guarded by mu_ (eval fields only)
   bool stop_requested_ = false;             // guarded by mu_
+  absl::Time handed_back_ = absl::InfinitePast();  // guarded by mu_: last ReportStep/ReportEval
   bool shutdown_ = false;                   // guarded by mu_
   std::thread sender_;
 };

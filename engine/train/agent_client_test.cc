@@ -119,6 +119,7 @@ TEST_F(AgentClientTest, ReportsTheLatestStepAndLearnsToStop) {
   EXPECT_EQ(last.metrics().samples_per_second(), 128);
   EXPECT_EQ(last.metrics().loss_scale(), 1024);
   EXPECT_EQ(last.metrics().eval_accuracy(), 0.75);
+  EXPECT_GT(last.metrics().memory_bytes(), 0);  // this process' peak resident memory
   EXPECT_LE(reports.size(), 5u);
   EXPECT_FALSE(client->stop_requested());
 
@@ -157,8 +158,12 @@ TEST_F(AgentClientTest, CommitsACheckpointWithItsManifest) {
   ASSERT_TRUE(path.ok()) << path.status();
   auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
   ASSERT_TRUE(client->CommitCheckpoint(10, *path, 0, 1).ok());
+  client->ReportStep(Step(10));  // from here the next checkpoint's write is timed
+  ASSERT_TRUE(client->CommitCheckpoint(10, *path, 0, 1).ok());
   auto commits = worker_.commits();
-  ASSERT_EQ(commits.size(), 1u);
+  ASSERT_EQ(commits.size(), 2u);
+  EXPECT_LT(commits[0].write_seconds(), 0);  // no step reported before it: unknown
+  EXPECT_GE(commits[1].write_seconds(), 0);
   EXPECT_EQ(commits[0].step(), 10);
   EXPECT_EQ(commits[0].path(), *path);
   EXPECT_EQ(commits[0].pipeline_stages(), 1);

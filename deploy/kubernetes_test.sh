@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# deploy/kubernetes: `kubectl kustomize` builds it, and every object it yields
+# passes an offline schema check against Kubernetes' OpenAPI schemas (npm
+# package kubernetes-models, installed by scripts/install-deps.sh test; see
+# docs/decisions.md). Then what the manifests promise: a coordinator
+# StatefulSet with a state volume claim, a worker DaemonSet with GPUs, host
+# networking, the ReadWriteMany checkpoint volume and TLS Secrets, and scrape
+# ports that match deploy/prometheus/prometheus-kubernetes.yml.
+set -uo pipefail
+models=${RINGMASTER_K8S_MODELS:-/usr/local/share/ringmaster/npm/node_modules}
+skip() { echo "SKIP: $* (scripts/install-deps.sh test installs it)"; exit 0; }
+command -v kubectl >/dev/null || skip "kubectl not found (Debian package kubernetes-client)"
+command -v node >/dev/null || skip "node not found (Debian package nodejs)"
+[ -f "$models/kubernetes-models/package.json" ] || skip "npm package kubernetes-models not in $models"
+py=""
+for p in /usr/bin/python3 python3; do "$p" -c 'import yaml' 2>/dev/null && { py=$p; break; }; done
+[ -n "$py" ] || skip "no python3 with PyYAML (Debian package python3-yaml)"
+
+tmp=$(mktemp -d /tmp/rm-k8s-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# A real copy: kustomize refuses files that are symlinks out of its root (Bazel's runfiles).
+cp -rL deploy/kubernetes "$tmp/kubernetes"
+kubectl kustomize "$tmp/kubernetes" >"$tmp/all.yaml" 2>"$tmp/kustomize.err"
+rc=$?
+if [ $rc -ne 0 ] || [ -s "$tmp/kustomize.err" ]; then echo "FAIL: kubectl kustomize (exit $rc):"; cat "$tmp/kustomize.err"; exit 1; fi
+echo "ok: kubectl kustomize deploy/kubernetes ($(grep -c '^kind:' "$tmp/all.yaml") objects)"
+"$py" deploy/tests/k8s_to_json.py <"$tmp/all.yaml" >"$tmp/all.json" || { echo "FAIL: the output is not YAML"; exit 1; }
+node deploy/tests/validate_k8s.mjs "$models" <"$tmp/all.json" || { echo "FAIL: schema check"; exit 1; }
+
+# The check can fail: a port that is not a number, a DaemonSet without a selector.
+"$py" - "$tmp/all.json" >"$tmp/broken.json" <<'PY'
+import json, sys
+objs = json.load(open(sys.argv[1]))
+ds = next(o for o in objs if o["kind"] == "DaemonSet")
+del ds["spec"]["selector"]
+ss = next(o for o in objs if o["kind"] == "StatefulSet")
+ss["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "grpc"
+print(json.dumps([ds, ss]))
+PY
+out=$(node deploy/tests/validate_k8s.mjs "$models" <"$tmp/broken.json" 2>&1) && { echo "FAIL: broken objects passed: $out"; exit 1; }
+grep -q 'selector' <<<"$out" && grep -q 'containerPort' <<<"$out" || { echo "FAIL: errors not named: $out"; exit 1; }
+echo "ok: broken objects are rejected"
+
+"$py" - "$tmp/all.json" deploy/prometheus/prometheus-kubernetes.yml <<'PY' || exit 1
+import json, sys, yaml
+objs = json.load(open(sys.argv[1]))
+prom = yaml.safe_load(open(sys.argv[2]))
+by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+errors = []
+def need(cond, what):
+    if not cond: errors.append(what)
+for o in objs:
+    need(o["metadata"].get("namespace") == "ringmaster" or o["kind"] == "Namespace", f"{o['kind']}/{o['metadata']['name']}: not in namespace ringmaster")
+ss = by.get(("StatefulSet", "ringmaster-coordinator"))
+ds = by.get(("DaemonSet", "ringmaster-worker"))
+need(ss and ds, "coordinator StatefulSet and worker DaemonSet")
+if ss and ds:
+    claims = [c["metadata"]["name"] for c in ss["spec"].get("volumeClaimTemplates", [])]
+    mounts = {m["name"]: m["mountPath"] for m in ss["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+    args = ss["spec"]["template"]["spec"]["containers"][0]["args"]
+    need("state" in claims and mounts.get("state") == "/var/lib/ringmaster/coordinator", "the coordinator's state on a claimed volume")
+    need("--state-dir=/var/lib/ringmaster/coordinator" in args, "--state-dir on the claimed volume")
+    pod = ds["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    need(pod.get("hostNetwork") is True, "worker hostNetwork")
+    need("nvidia.com/gpu" in c["resources"]["limits"], "worker requests nvidia.com/gpu")
+    pvc = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v}
+    claim = by.get(("PersistentVolumeClaim", pvc.get("checkpoints", "")))
+    need(claim and claim["spec"]["accessModes"] == ["ReadWriteMany"], "the shared checkpoint PVC is ReadWriteMany")
+    for o, name in ((ss, "coordinator"), (ds, "worker")):
+        p = o["spec"]["template"]["spec"]
+        secrets = [v["secret"]["secretName"] for v in p["volumes"] if "secret" in v]
+        need(secrets and all(("Secret", s) in by for s in secrets), f"{name}: TLS Secret mounted and defined")
+        tls_args = [a for a in p["containers"][0]["args"] if a.startswith("--tls-")]
+        mount = next(m["mountPath"] for m in p["containers"][0]["volumeMounts"] if m["name"] == "tls")
+        need(tls_args and all(a.split("=", 1)[1].startswith(mount + "/") for a in tls_args), f"{name}: TLS flags point into the Secret's mount")
+        ann = o["spec"]["template"]["metadata"]["annotations"]
+        job = next(j for j in prom["scrape_configs"] if j["job_name"] == f"ringmaster-{name}")
+        port = job["dns_sd_configs"][0]["port"]
+        need(ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == str(port), f"{name}: scrape annotations on port {port}")
+        need(any(a == f"--metrics-listen=0.0.0.0:{port}" for a in p["containers"][0]["args"]), f"{name}: --metrics-listen on port {port}")
+        svc_name = job["dns_sd_configs"][0]["names"][0].split(".")[0]
+        svc = by.get(("Service", svc_name))
+        need(svc and svc["spec"].get("clusterIP") == "None" and svc["spec"]["ports"][0]["port"] == port, f"headless Service {svc_name} on port {port}")
+if errors:
+    print("FAIL: " + "; ".join(errors)); sys.exit(1)
+print("ok: StatefulSet state claim, DaemonSet GPUs/hostNetwork/RWX checkpoints, TLS Secrets, scrape ports match Prometheus")
+PY
+echo "PASS: deploy/kubernetes builds and passes the schema check"

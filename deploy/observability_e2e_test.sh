@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# End to end: a local cluster on loopback (coordinator + 1 worker x 2 CPU
+# slots, each with --metrics-listen) and a real Prometheus server (Debian's
+# package; temp dir, loopback port, 1 s scrape and rule interval) configured
+# from deploy/prometheus/prometheus.yml and its rule files. While a 2-rank job
+# trains and checkpoints:
+#   - `promtool check metrics` is clean on the coordinator's and the worker's
+#     /metrics (with the rank's series present);
+#   - every PromQL expression of every dashboard panel and every rule is
+#     evaluated through Prometheus' HTTP API and returns data
+#     (deploy/tests/check_promql.py; alerts: parse, and their selectors select).
+# The job is then cancelled; everything started here is stopped and reaped.
+# Usage: observability_e2e_test.sh CLI COORDINATOR WORKER TRAINER SPEC
+set -uo pipefail
+for tool in prometheus promtool curl; do
+  command -v $tool >/dev/null || { echo "SKIP: $tool not found (scripts/install-deps.sh test installs prometheus and curl)"; exit 0; }
+done
+cli=$(realpath "$1") coordinator=$(realpath "$2") worker=$(realpath "$3") trainer=$(realpath "$4") spec=$(realpath "$5")
+deploy=$(realpath deploy)
+state=$(mktemp -d /tmp/rm-obs-XXXXXX)  # short: the worker's agent socket lives here
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for _ in $(seq 100); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive -eq 0 ] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$state"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$state"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Polls COMMAND every 0.5 s, at most N times; fails with MESSAGE.
+wait_for() {
+  local n=$1 message=$2; shift 2
+  for _ in $(seq "$n"); do "$@" && return 0; sleep 0.5; done
+  fail "$message"
+}
+
+grpc=127.0.0.1:$(free_port) cmetrics=127.0.0.1:$(free_port) wmetrics=127.0.0.1:$(free_port) prom=127.0.0.1:$(free_port)
+"$coordinator" --listen "$grpc" --state-dir "$state/coordinator" --metrics-listen "$cmetrics" \
+  --heartbeat-interval 500ms >"$state/coordinator.log" 2>&1 &
+pids+=($!)
+"$worker" --coordinator "$grpc" --cpu-slots 2 --state-dir "$state/w" --trainer "$trainer" --listen-address 127.0.0.1 \
+  --node-name obs-node --metrics-listen "$wmetrics" >"$state/worker.log" 2>&1 &
+pids+=($!)
+
+# Prometheus, configured from the deploy files: the same jobs, relabelling and
+# rule files, the targets pointed at this cluster, 1 s intervals.
+mkdir -p "$state/prometheus/rules"
+cp "$deploy"/prometheus/rules/*.yml "$state/prometheus/rules/"
+sed -e "s|- targets: .*# COORDINATOR_TARGETS|- targets: ['$cmetrics']|" \
+    -e "s|- targets: .*# WORKER_TARGETS|- targets: ['$wmetrics']|" \
+    -e 's|scrape_interval: 15s|scrape_interval: 1s|' -e 's|evaluation_interval: 15s|evaluation_interval: 1s|' \
+    "$deploy/prometheus/prometheus.yml" >"$state/prometheus/prometheus.yml"
+grep -q "$cmetrics" "$state/prometheus/prometheus.yml" && grep -q "$wmetrics" "$state/prometheus/prometheus.yml" ||
+  fail "could not point deploy/prometheus/prometheus.yml at the cluster"
+promtool check config "$state/prometheus/prometheus.yml" >/dev/null || fail "the derived configuration does not check"
+prometheus --config.file="$state/prometheus/prometheus.yml" --storage.tsdb.path="$state/prometheus/data" \
+  --web.listen-address="$prom" --web.enable-lifecycle=false >"$state/prometheus.log" 2>&1 &
+pids+=($!)
+
+rm_cli() { "$cli" --coordinator "$grpc" "$@"; }
+wait_for 60 "the worker did not register" bash -c "'$cli' --coordinator '$grpc' nodes 2>/dev/null | grep -q READY"
+wait_for 60 "Prometheus did not become ready" curl -sf "http://$prom/-/ready" -o /dev/null
+
+# A job that outlasts the checks: it is cancelled at the end.
+out=$(rm_cli submit "$spec" --set resources.nodes=1 --set resources.ranks_per_node=2 --set resources.cpus_per_rank=1 \
+  --set parallelism.data=2 --set training.steps=100000 --set training.log_interval_steps=10 \
+  --set checkpoint.interval_steps=10 --set checkpoint.keep=2 --set lr_schedule.warmup_steps=5 2>&1) || fail "submit: $out"
+job=$(grep -oE '\bj-[A-Za-z0-9-]+' <<<"$out" | head -1)
+[ -n "$job" ] || fail "no job id in: $out"
+echo "job $job submitted"
+
+# Rank series with a committed checkpoint on the worker's /metrics.
+scrape() { curl -sf --max-time 5 "http://$1/metrics"; }
+has_checkpoint() { scrape "$wmetrics" | grep -qE "^ringmaster_rank_checkpoints_total\{job=\"$job\",rank=\"0\".*\} [1-9]"; }
+wait_for 240 "no checkpoint of $job on the worker's /metrics within 120 s" has_checkpoint
+for endpoint in "coordinator $cmetrics" "worker $wmetrics"; do
+  set -- $endpoint
+  scrape "$2" >"$state/$1.metrics" || fail "scrape of the $1 failed"
+  out=$(promtool check metrics <"$state/$1.metrics" 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ -z "$out" ] || fail "promtool check metrics on the $1's /metrics (exit $rc): $out"
+  echo "ok: promtool check metrics clean on the $1's /metrics ($(grep -c '^# TYPE' "$state/$1.metrics") families)"
+done
+grep -q "ringmaster_rank_step{job=\"$job\"" "$state/worker.metrics" || fail "the worker's /metrics has no rank series"
+grep -q "ringmaster_job_state{job=\"$job\",state=\"running\"} 1" "$state/coordinator.metrics" ||
+  fail "the coordinator does not show $job running"
+
+# Enough history in Prometheus for the rate()s: 2 checkpoints, 20 s of steps.
+prom_has() {
+  python3 - "$prom" "$1" <<'PY'
+import json, sys, urllib.parse, urllib.request
+url = f"http://{sys.argv[1]}/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[2]})
+sys.exit(0 if json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"] else 1)
+PY
+}
+wait_for 240 "Prometheus did not collect 2 checkpoints and 20 s of steps of $job" \
+  prom_has "ringmaster_rank_checkpoints_total{job=\"$job\"} >= 2 and on (job, rank) count_over_time(ringmaster_rank_step{job=\"$job\"}[1m]) >= 20"
+rm_cli describe "$job" 2>/dev/null | grep -q RUNNING || fail "$job is not running"
+
+python3 "$deploy/tests/check_promql.py" "http://$prom" "$job" "$deploy"/grafana/dashboards/*.json -- \
+  "$deploy/prometheus/rules/recording.yml" "$deploy/prometheus/rules/alerts.yml" >"$state/check.txt" 2>&1
+rc=$?
+cat "$state/check.txt"
+[ $rc -eq 0 ] || fail "dashboard and rule expressions did not all return data"
+# The job was running the whole time (the expressions saw live series).
+rm_cli describe "$job" 2>/dev/null | grep -q RUNNING || fail "$job stopped during the checks"
+rm_cli cancel "$job" >/dev/null 2>&1 || fail "cancel $job failed"
+echo "PASS: promtool check metrics clean on both endpoints; every dashboard and rule expression returned data"
