@@ -1,0 +1,355 @@
+// Coordinator load benchmark (issue #5): simulated workers speaking the real
+// gRPC API to a real ringmaster-coordinator process.
+//
+//   bazel run //bench:coordinator_load_bench -- [--nodes 512] [--gpus 8] [--duration 10]
+//       [--coordinator PATH | --connect HOST:PORT [--pid PID]] [--channels 8]
+//
+// Phases, each timed on this side with a steady clock:
+//   (a) registration: every node calls Register at once (async) and opens its
+//       Session; time from the first Register until ListNodes (polled every
+//       10 ms) shows N READY nodes, and until every session got its first
+//       LeaseGrant;
+//   (b) a CUDA job of N x G ranks (one per GPU, data parallel): time from
+//       Submit until every node received its StartRanks, and until every rank
+//       obtained the NCCL unique id of "world" (rank 0 publishes it, the others
+//       call GetNcclUniqueId with the job id and generation of their order);
+//       the ranks then stay "running" (listed in heartbeats) through (c) and
+//       finally report exit 0, so the job SUCCEEDS;
+//   (c) heartbeats at 1 Hz per node, spread evenly over the second, for
+//       --duration seconds: the round trip of a Heartbeat to the LeaseGrant
+//       that answers it on the Session stream;
+//   (d) the coordinator's VmHWM and VmRSS (/proc/<pid>/status) at the end.
+// Prints a table of goal vs measured. Exit status 0 when every phase
+// completed (whatever the numbers), 1 otherwise.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "bench/coordinator_process.h"
+#include "bench/sim_node.h"
+#include "bench/sim_recorder.h"
+#include "common/proto_time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/job_service.grpc.pb.h"
+
+namespace ringmaster::bench {
+namespace {
+
+using Count = SimRecorder::Count;
+using std::chrono::steady_clock;
+
+struct Flags {
+  int nodes = 512;
+  int gpus = 8;
+  double duration_s = 10;
+  int channels = 8;
+  std::string coordinator = "coordinator/ringmaster-coordinator";
+  std::string coordinator_log_level = "info";
+  std::string connect;
+  int pid = 0;
+  bool keep_state = false;
+  double phase_timeout_s = 120;
+};
+
+double Seconds(steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A row of the result table; goal empty: informational.
+struct Row {
+  std::string metric;
+  std::string goal;
+  std::string measured;
+  std::string result;  // "pass", "MISS" or "-"
+};
+
+Row Timed(std::string metric, double seconds, double goal_s) {
+  Row row{std::move(metric), goal_s > 0 ? absl::StrFormat("< %g s", goal_s) : "-", absl::StrFormat("%.3f s", seconds),
+          "-"};
+  if (goal_s > 0) row.result = seconds < goal_s ? "pass" : "MISS";
+  return row;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+void PrintTable(const std::vector<Row>& rows) {
+  std::printf("\n%-58s %-10s %-14s %s\n", "metric", "goal", "measured", "result");
+  for (const Row& r : rows) {
+    std::printf("%-58s %-10s %-14s %s\n", r.metric.c_str(), r.goal.c_str(), r.measured.c_str(), r.result.c_str());
+  }
+  std::fflush(stdout);
+}
+
+v1::JobSpec LoadJobSpec(int nodes, int gpus) {
+  v1::JobSpec spec;
+  spec.set_name("load-bench");
+  spec.mutable_model()->mutable_mlp();
+  spec.mutable_data()->set_dataset(v1::DataSpec::SYNTHETIC);
+  spec.mutable_data()->set_batch_size(nodes * gpus);  // one sample per data-parallel rank
+  spec.mutable_training()->set_steps(10);
+  spec.mutable_resources()->set_nodes(nodes);
+  spec.mutable_resources()->set_ranks_per_node(gpus);
+  spec.mutable_resources()->set_device(v1::ResourceSpec::CUDA);
+  spec.mutable_restart()->set_max_restarts(0);
+  return spec;
+}
+
+// Channels that do not share a connection (a distinct argument each).
+std::vector<std::shared_ptr<grpc::Channel>> MakeChannels(const std::string& address, int n) {
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < n; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("ringmaster.bench.channel", i);
+    channels.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  }
+  return channels;
+}
+
+// Heartbeats node i at start + k * period + i * period / n, k = 1, 2, ...
+void HeartbeatLoop(const std::vector<std::unique_ptr<SimNode>>& nodes, const std::atomic<bool>& stop,
+                   steady_clock::duration period) {
+  const steady_clock::time_point start = steady_clock::now();
+  const auto n = static_cast<int64_t>(nodes.size());
+  for (int64_t k = 1; !stop.load(); ++k) {
+    for (int64_t i = 0; i < n && !stop.load(); ++i) {
+      std::this_thread::sleep_until(start + k * period + i * period / n);
+      nodes[i]->SendHeartbeat();
+    }
+  }
+}
+
+// Polls ListNodes until `n` nodes are READY or `stop`; the time they were seen.
+steady_clock::time_point PollReady(v1::JobService::Stub* jobs, int n, const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ListNodesRequest request;
+    request.add_states(v1::NODE_STATE_READY);
+    v1::ListNodesResponse response;
+    if (jobs->ListNodes(&context, request, &response).ok() && response.nodes_size() >= n) return steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return steady_clock::time_point();
+}
+
+// Polls GetJob until the job is in `state` (or terminal); the job last read.
+v1::Job WaitForState(v1::JobService::Stub* jobs, const std::string& job_id, v1::JobState state,
+                     steady_clock::time_point deadline, bool events, std::vector<v1::JobEvent>* timeline) {
+  v1::Job job;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::GetJobRequest request;
+    request.set_job_id(job_id);
+    request.set_include_events(events);
+    v1::GetJobResponse response;
+    if (jobs->GetJob(&context, request, &response).ok()) {
+      job = response.job();
+      if (timeline != nullptr) timeline->assign(response.events().begin(), response.events().end());
+      const v1::JobState s = job.state();
+      if (s == state || s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED) {
+        return job;
+      }
+    }
+    if (steady_clock::now() >= deadline) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The job's timeline as the coordinator recorded it, relative to submission.
+void PrintTimeline(const v1::Job& job, const std::vector<v1::JobEvent>& events) {
+  const absl::Time submit = FromProtoTime(job.submit_time());
+  std::printf("coordinator's timeline of job %s:", job.id().c_str());
+  for (const v1::JobEvent& e : events) {
+    std::printf(" %s +%.3fs", v1::JobEventKind_Name(e.kind()).substr(15).c_str(),
+                absl::ToDoubleSeconds(FromProtoTime(e.time()) - submit));
+  }
+  std::printf("\n");
+}
+
+int Run(const Flags& flags) {
+  const int n = flags.nodes;
+  const int world = flags.nodes * flags.gpus;
+  const auto phase_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.phase_timeout_s * 1000));
+  std::unique_ptr<CoordinatorProcess> process;
+  std::string address = flags.connect;
+  pid_t pid = flags.pid;
+  if (address.empty()) {
+    CoordinatorProcessOptions options;
+    options.binary = flags.coordinator;
+    options.extra_args = {"--heartbeat-interval", "1s", "--log-level", flags.coordinator_log_level};
+    options.keep_state = flags.keep_state;
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> started = CoordinatorProcess::Start(options);
+    if (!started.ok()) {
+      std::fprintf(stderr, "coordinator_load_bench: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    process = *std::move(started);
+    address = process->address();
+    pid = process->pid();
+    std::printf("coordinator pid %d on %s, state in %s\n", pid, address.c_str(), process->dir().c_str());
+  }
+  std::printf("simulating %d nodes x %d GPUs (%d ranks) over %d channels; heartbeat window %.0f s\n", n, flags.gpus,
+              world, flags.channels, flags.duration_s);
+
+  std::vector<std::shared_ptr<grpc::Channel>> channels = MakeChannels(address, flags.channels);
+  std::vector<SimStubs> stubs(channels.size());
+  for (size_t i = 0; i < channels.size(); ++i) {
+    stubs[i].nodes = v1::NodeService::NewStub(channels[i]);
+    stubs[i].rendezvous = v1::RendezvousService::NewStub(channels[i]);
+  }
+  std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channels[0]);
+  for (auto& c : channels) c->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
+
+  SimRecorder recorder;
+  std::vector<std::unique_ptr<SimNode>> nodes;
+  for (int i = 0; i < n; ++i) nodes.push_back(std::make_unique<SimNode>(i, flags.gpus, &stubs[i % stubs.size()], &recorder));
+  std::atomic<bool> stop{false};
+  std::thread heartbeats([&] { HeartbeatLoop(nodes, stop, std::chrono::seconds(1)); });
+  std::vector<Row> rows;
+  bool complete = true;
+  auto fail = [&](const std::string& what) {
+    std::printf("FAILED: %s\n", what.c_str());
+    complete = false;
+  };
+
+  // (a) registration
+  const steady_clock::time_point t_register = steady_clock::now();
+  steady_clock::time_point t_ready;
+  std::thread poller([&] { t_ready = PollReady(jobs.get(), n, stop); });
+  for (auto& node : nodes) node->Register();
+  const bool sessions = recorder.WaitFor(Count::kSessions, n, t_register + phase_timeout);
+  poller.join();
+  if (!sessions || t_ready == steady_clock::time_point()) fail("not every node registered and opened its session");
+  rows.push_back(Timed(absl::StrCat("registration: ", n, " nodes x ", flags.gpus, " GPUs READY (ListNodes)"),
+                       Seconds(t_ready - t_register), 1.0));
+  rows.push_back(Timed("  ... and every Session granted a lease", Seconds(recorder.last(Count::kSessions) - t_register),
+                       0));
+
+  // (b) a job of every GPU
+  std::string job_id;
+  if (complete) {
+    const steady_clock::time_point t_submit = steady_clock::now();
+    grpc::ClientContext context;
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = LoadJobSpec(n, flags.gpus);
+    v1::SubmitJobResponse response;
+    grpc::Status status = jobs->Submit(&context, request, &response);
+    if (!status.ok()) {
+      fail(absl::StrCat("Submit: ", status.error_message()));
+    } else {
+      job_id = response.job().id();
+      const bool assigned = recorder.WaitFor(Count::kAssignments, n, t_submit + phase_timeout);
+      const bool ids = assigned && recorder.WaitFor(Count::kRankIds, world, t_submit + phase_timeout);
+      if (!ids) fail(absl::StrCat("assignments ", recorder.count(Count::kAssignments), "/", n, ", NCCL ids ",
+                                  recorder.count(Count::kRankIds), "/", world));
+      if (recorder.rank_id_failures() > 0) fail(absl::StrCat(recorder.rank_id_failures(), " ranks got no NCCL id"));
+      rows.push_back(Timed(absl::StrCat("submit -> StartRanks received by all ", n, " nodes"),
+                           Seconds(recorder.last(Count::kAssignments) - t_submit), 0));
+      rows.push_back(Timed(absl::StrCat("submit -> NCCL unique id at all ", world, " ranks"),
+                           Seconds(recorder.last(Count::kRankIds) - t_submit), 1.0));
+      const v1::Job running =
+          WaitForState(jobs.get(), job_id, v1::JOB_STATE_RUNNING, steady_clock::now() + phase_timeout, false, nullptr);
+      if (running.state() != v1::JOB_STATE_RUNNING) {
+        fail(absl::StrCat("job ", job_id, " is ", v1::JobState_Name(running.state()), ", not RUNNING: ",
+                          running.message()));
+      }
+    }
+  }
+
+  // (c) heartbeats while the job runs
+  recorder.SetRecording(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(flags.duration_s * 1000)));
+  recorder.SetRecording(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last grants
+  const std::vector<double> rtt = recorder.heartbeats();
+  const std::string window = absl::StrFormat("(1 Hz x %d nodes, %.0f s, %d samples)", n, flags.duration_s, rtt.size());
+  if (rtt.size() < static_cast<size_t>(n * flags.duration_s * 0.9)) fail(absl::StrCat("only ", rtt.size(), " heartbeats answered"));
+  const double p99 = Percentile(rtt, 0.99);
+  rows.push_back({absl::StrCat("heartbeat -> lease grant p50 ", window), "-",
+                  absl::StrFormat("%.3f ms", Percentile(rtt, 0.5)), "-"});
+  rows.push_back({"heartbeat -> lease grant p99", "< 10 ms", absl::StrFormat("%.3f ms", p99), p99 < 10 ? "pass" : "MISS"});
+  rows.push_back({"heartbeat -> lease grant max", "-", absl::StrFormat("%.3f ms", Percentile(rtt, 1.0)), "-"});
+
+  // The ranks exit 0: the job succeeds.
+  if (!job_id.empty()) {
+    const steady_clock::time_point t_exit = steady_clock::now();
+    for (auto& node : nodes) node->ReportExits();
+    if (!recorder.WaitFor(Count::kExits, world, t_exit + phase_timeout)) fail("not every exit report was answered");
+    std::vector<v1::JobEvent> timeline;
+    const v1::Job done = WaitForState(jobs.get(), job_id, v1::JOB_STATE_SUCCEEDED, steady_clock::now() + phase_timeout,
+                                      true, &timeline);
+    rows.push_back(Timed(absl::StrCat("first exit report -> job ", v1::JobState_Name(done.state()).substr(10)),
+                         Seconds(steady_clock::now() - t_exit), 0));
+    if (done.state() != v1::JOB_STATE_SUCCEEDED) fail(absl::StrCat("job ", job_id, " ended ", done.message()));
+    PrintTimeline(done, timeline);
+  }
+
+  // (d) memory, then stop everything
+  const ProcessMemory memory = pid > 0 ? ReadProcessMemory(pid) : ProcessMemory{};
+  stop = true;
+  heartbeats.join();
+  for (auto& node : nodes) node->Close();
+  const steady_clock::time_point close_deadline = steady_clock::now() + std::chrono::seconds(10);
+  int cancelled = 0;
+  for (auto& node : nodes) cancelled += node->WaitDone(close_deadline) ? 0 : 1;
+  if (cancelled > 0) fail(absl::StrCat(cancelled, " sessions did not end when closed"));
+  if (memory.vm_hwm >= 0) {
+    const double hwm_mb = static_cast<double>(memory.vm_hwm) / (1 << 20);
+    rows.push_back({"coordinator VmHWM (peak resident set)", "< 256 MB", absl::StrFormat("%.1f MB", hwm_mb),
+                    hwm_mb < 256 ? "pass" : "MISS"});
+    rows.push_back({"coordinator VmRSS at the end", "-",
+                    absl::StrFormat("%.1f MB", static_cast<double>(memory.vm_rss) / (1 << 20)), "-"});
+    rows.push_back({"coordinator threads at the end", "-", absl::StrCat(memory.threads), "-"});
+  }
+  if (process != nullptr) {
+    const std::string stopped = process->Stop();
+    std::printf("coordinator %s\n", stopped.c_str());
+    if (stopped != "exited 0") fail(absl::StrCat("coordinator ", stopped, "\n", process->LogTail(10)));
+  }
+  if (recorder.errors() > 0) {
+    fail(absl::StrCat(recorder.errors(), " errors"));
+    for (const std::string& e : recorder.first_errors()) std::printf("  %s\n", e.c_str());
+  }
+  std::printf("stop orders received: %d\n", recorder.stops());
+  PrintTable(rows);
+  std::printf("%s\n", complete ? "all phases completed" : "INCOMPLETE: see FAILED above");
+  return complete ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace ringmaster::bench
+
+int main(int argc, char** argv) {
+  CLI::App app{"Simulated workers against a real ringmaster-coordinator (issue #5)"};
+  ringmaster::bench::Flags flags;
+  app.add_option("--nodes", flags.nodes, "Simulated nodes")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--gpus", flags.gpus, "GPUs per node (one rank each)")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--duration", flags.duration_s, "Heartbeat measurement window, seconds")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--channels", flags.channels, "gRPC channels (connections) the nodes share")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--coordinator", flags.coordinator, "ringmaster-coordinator binary to start")->capture_default_str();
+  app.add_option("--coordinator-log-level", flags.coordinator_log_level, "--log-level of the coordinator")
+      ->capture_default_str();
+  app.add_option("--connect", flags.connect, "Use a running coordinator at HOST:PORT instead of starting one");
+  app.add_option("--pid", flags.pid, "With --connect: the coordinator's pid, for its memory");
+  app.add_option("--phase-timeout", flags.phase_timeout_s, "Longest wait of each phase, seconds")->capture_default_str();
+  app.add_flag("--keep-state", flags.keep_state, "Keep the coordinator's temporary state directory");
+  CLI11_PARSE(app, argc, argv);
+  return ringmaster::bench::Run(flags);
+}

@@ -1,0 +1,121 @@
+#ifndef RINGMASTER_BENCH_SIM_NODE_H_
+#define RINGMASTER_BENCH_SIM_NODE_H_
+
+// SimNode: one simulated worker speaking the real NodeService and
+// RendezvousService API to a coordinator, without threads of its own (the
+// gRPC callback API; the heartbeat clock is the caller's):
+//
+//   Register() -> RegisterNodeRequest{hostname, address, G GPUs}; on OK the
+//   Session stream opens with `open` and a heartbeat, as ringmaster-worker
+//   does. SendHeartbeat() queues a heartbeat (with the ranks "running") and
+//   times it until its LeaseGrant: the stream is ordered and every heartbeat
+//   is answered by exactly one grant, so grants match heartbeats first in,
+//   first out.
+//   StartRanks -> the order's arrival is recorded, a StartRanksResult
+//   (all started) goes back, and each rank does what a trainer does for its
+//   NCCL communicator "world", presenting the order's generation and
+//   rendezvous secret: rank 0 publishes a 128-byte unique id, every other
+//   rank calls GetNcclUniqueId and checks the bytes.
+//   ReportExits() -> ReportRankExit(exit 0) for every rank of the node.
+//   StopRanks are counted (and their ranks reported as stopped).
+//
+// Everything measured goes to the shared SimRecorder. Thread-safe.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bench/sim_recorder.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/node_service.grpc.pb.h"
+#include "proto/rendezvous_service.grpc.pb.h"
+
+namespace ringmaster::bench {
+
+// The stubs a node uses (one set per channel, shared by its nodes).
+struct SimStubs {
+  std::unique_ptr<v1::NodeService::Stub> nodes;
+  std::unique_ptr<v1::RendezvousService::Stub> rendezvous;
+};
+
+class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
+ public:
+  // `stubs` and `recorder` must outlive the node.
+  SimNode(int index, int gpus, SimStubs* stubs, SimRecorder* recorder);
+  ~SimNode() override;
+
+  void Register();
+  // No-op until the session is open, and after Close.
+  void SendHeartbeat();
+  void ReportExits();
+  // Ends the stream (WritesDone once the writes queued are out).
+  void Close();
+  // Waits for the stream and the node's calls to end; cancels the stream (or
+  // the Register) after `deadline`. True if everything ended by itself.
+  bool WaitDone(SteadyTime deadline);
+
+  // Reactor callbacks.
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+ private:
+  struct Outgoing {
+    v1::WorkerMessage message;
+    bool heartbeat = false;
+  };
+
+  void OnRegistered(const grpc::Status& status);
+  void HandleStart(const v1::StartRanks& start);
+  void HandleLease();
+  // What rank `rank` of the order does for its communicator, with the
+  // order's job, generation and rendezvous secret.
+  void StartRendezvous(const v1::StartRanks& start, int rank);
+  // Queues a message; starts the write if none is in flight. Lock held.
+  void QueueLocked(v1::WorkerMessage message, bool heartbeat);
+  void PumpLocked();
+  void BeginCall();  // a unary call of the node starts / ended
+  void EndCall();
+  v1::WorkerMessage HeartbeatLocked() const;
+
+  const int index_;
+  const int gpus_;
+  SimStubs* const stubs_;
+  SimRecorder* const recorder_;
+  const std::string hostname_;
+
+  grpc::ClientContext register_context_;
+  v1::RegisterNodeRequest register_request_;
+  v1::RegisterNodeResponse register_response_;
+  grpc::ClientContext session_context_;
+  v1::CoordinatorMessage incoming_;
+
+  mutable std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool registering_ = false;  // Register in flight
+  int calls_in_flight_ = 0;   // rendezvous and exit calls
+  bool open_ = false;      // the session's first write was issued
+  bool closing_ = false;   // Close() called
+  bool writes_done_ = false;
+  bool done_ = false;
+  bool got_lease_ = false;
+  std::string node_id_;
+  std::deque<Outgoing> outbox_;
+  Outgoing writing_;
+  bool write_in_flight_ = false;
+  // Send times of heartbeats not yet granted, with whether they are recorded.
+  std::deque<std::pair<SteadyTime, bool>> unanswered_;
+  // The job generation the node runs, and its ranks (empty once exited).
+  std::string job_id_;
+  int64_t generation_ = 0;
+  std::vector<int32_t> ranks_;
+};
+
+}  // namespace ringmaster::bench
+
+#endif  // RINGMASTER_BENCH_SIM_NODE_H_
