@@ -25,6 +25,9 @@ struct SubmitOptions {
   bool follow = false;  // like wait, with a live progress line and events
   // Idempotency key sent with Submit (empty: a random one per invocation).
   std::string request_id;
+  // Send the spec without validating it here: only the coordinator's
+  // validation applies (a CLI older or newer than the coordinator).
+  bool skip_local_validation = false;
 };
 // Loads and validates the spec locally (a bad spec: one line naming the
 // field, kExitUsage, nothing sent), submits it and prints the job id (table)

@@ -65,7 +65,7 @@ int WatchSubmitted(JobStub& stub, const GlobalOptions& global, const SubmitOptio
 }  // namespace
 
 int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& options, Console& console) {
-  absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile(options.file, options.overrides);
+  absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile(options.file, options.overrides, !options.skip_local_validation);
   if (!spec.ok()) {
     console.err << "ringmaster: " << spec.status().message() << "\n";
     return kExitUsage;

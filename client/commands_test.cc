@@ -191,7 +191,7 @@ TEST_F(CommandsTest, NotFoundNamesTheJob) {
   script().get_status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no job \"j-42\"");
   EXPECT_EQ(RunDescribe(*stub_, global_, "j-42", console_), kExitError);
   EXPECT_EQ(out_.str(), "");
-  EXPECT_EQ(err_.str(), "ringmaster: job j-42 not found\n");
+  EXPECT_EQ(err_.str(), "ringmaster: job j-42 not found (NOT_FOUND)\n");
 }
 
 TEST_F(CommandsTest, CancelSendsTheReasonAndSaysWhatHappened) {
@@ -315,7 +315,7 @@ TEST_F(CommandsTest, LogsOfAnUnknownJob) {
   LogsOptions options;
   options.job_id = "j-404";
   EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitError);
-  EXPECT_EQ(err_.str(), "ringmaster: job j-404 not found\n");
+  EXPECT_EQ(err_.str(), "ringmaster: job j-404 not found (NOT_FOUND)\n");
 }
 
 TEST_F(CommandsTest, UnreachableCoordinator) {
@@ -341,7 +341,7 @@ TEST_F(CommandsTest, OtherErrorsPassTheServerMessage) {
   EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-1", false}, console_), kExitError);
   EXPECT_EQ(err_.str(), "ringmaster: the coordinator at " + coordinator_.address() +
                             " does not implement ListNodes\n"
-                            "ringmaster: job j-1 is being cancelled\n"
+                            "ringmaster: job j-1 is being cancelled (FAILED_PRECONDITION)\n"
                             "ringmaster: the coordinator at " +
                             coordinator_.address() +
                             " is unavailable: store busy (try again)\n"

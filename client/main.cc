@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
   CLI::Option* follow =
       submit_cmd->add_flag("--follow", submit.follow, "Like --wait, showing progress and events");
   wait->excludes(follow);
+  submit_cmd->add_flag("--skip-local-validation", submit.skip_local_validation,
+                       "Send the spec unchecked: only the coordinator validates it");
   submit_cmd->add_option("--request-id", submit.request_id, "Idempotency key (a retried submit returns the same job)");
 
   JobsOptions jobs;

@@ -8,6 +8,12 @@
 #include "client/cli.h"
 
 namespace ringmaster::client {
+namespace {
+
+// "INVALID_ARGUMENT": gRPC's and absl's codes are the same numbers.
+std::string CodeName(grpc::StatusCode code) { return absl::StatusCodeToString(static_cast<absl::StatusCode>(code)); }
+
+}  // namespace
 
 std::string ConnectionFailureReason(const std::string& grpc_message) {
   const std::string m = absl::AsciiStrToLower(grpc_message);
@@ -44,12 +50,12 @@ std::string DescribeRpcError(const grpc::Status& status, const RpcContext& conte
       return line;
     }
     case grpc::StatusCode::NOT_FOUND:
-      if (!context.job_id.empty()) return absl::StrCat("job ", context.job_id, " not found");
-      return message;
+      if (!context.job_id.empty()) return absl::StrCat("job ", context.job_id, " not found (NOT_FOUND)");
+      return absl::StrCat(message, " (NOT_FOUND)");
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::ALREADY_EXISTS:
-      return message;
+      return absl::StrCat(message, " (", CodeName(status.error_code()), ")");
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       if (context.timeout == absl::InfiniteDuration()) {
         return absl::StrCat("the coordinator at ", context.coordinator, " did not answer ", context.rpc);
@@ -59,8 +65,7 @@ std::string DescribeRpcError(const grpc::Status& status, const RpcContext& conte
     case grpc::StatusCode::UNIMPLEMENTED:
       return absl::StrCat("the coordinator at ", context.coordinator, " does not implement ", context.rpc);
     default:
-      return absl::StrCat(context.rpc, ": ", message, " (",
-                          absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())), ")");
+      return absl::StrCat(context.rpc, ": ", message, " (", CodeName(status.error_code()), ")");
   }
 }
 

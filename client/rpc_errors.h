@@ -7,9 +7,10 @@
 //   UNAVAILABLE (nothing listening, unresolvable, connection lost):
 //     ringmaster: cannot reach the coordinator at 127.0.0.1:50051 (connection
 //     refused); start one with `ringmaster local up`
-//   NOT_FOUND with a job id:   ringmaster: job j-42 not found
+//   NOT_FOUND with a job id:   ringmaster: job j-42 not found (NOT_FOUND)
 //   INVALID_ARGUMENT, FAILED_PRECONDITION, ALREADY_EXISTS: the server's
-//     message, which names the field or the state: ringmaster: <message>
+//     message, which names the field or the state, and the code:
+//     ringmaster: <message> (INVALID_ARGUMENT)
 //   DEADLINE_EXCEEDED: ringmaster: the coordinator at ADDR did not answer
 //     <Rpc> within 30s
 //   UNIMPLEMENTED: ringmaster: the coordinator at ADDR does not implement <Rpc>

@@ -136,7 +136,17 @@ TEST_F(SubmitTest, ServerRejectionPassesItsMessage) {
   script().submit_status =
       grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "resources.ranks_per_node: 16 exceeds the largest node (8 GPUs)");
   EXPECT_EQ(Run(), kExitError);
-  EXPECT_EQ(err_.str(), "ringmaster: resources.ranks_per_node: 16 exceeds the largest node (8 GPUs)\n");
+  EXPECT_EQ(err_.str(), "ringmaster: resources.ranks_per_node: 16 exceeds the largest node (8 GPUs) (INVALID_ARGUMENT)\n");
+}
+
+TEST_F(SubmitTest, SkipLocalValidationSendsABadSpecForTheCoordinatorToJudge) {
+  options_.file = WriteFile("bad.yaml", "model:\n  mlp: {}\ndata:\n  dataset: synthetic\nresources:\n  nodes: 0\n");
+  options_.skip_local_validation = true;
+  script().submit_status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "resources.nodes: must be >= 1, got 0");
+  EXPECT_EQ(Run(), kExitError);
+  ASSERT_EQ(calls().submit.size(), 1u);
+  EXPECT_EQ(calls().submit[0].spec().resources().nodes(), 0);
+  EXPECT_EQ(err_.str(), "ringmaster: resources.nodes: must be >= 1, got 0 (INVALID_ARGUMENT)\n");
 }
 
 TEST_F(SubmitTest, WaitSucceededExitsZero) {
@@ -232,7 +242,7 @@ TEST_F(SubmitTest, WatchOfAVanishedJob) {
   options_.wait = true;
   EXPECT_EQ(Run(), kExitError);
   EXPECT_EQ(out_.str(), "j-42\n");
-  EXPECT_EQ(err_.str(), "ringmaster: job j-42 not found\n");
+  EXPECT_EQ(err_.str(), "ringmaster: job j-42 not found (NOT_FOUND)\n");
 }
 
 }  // namespace

@@ -44,11 +44,12 @@ absl::StatusOr<v1::JobSpec> ParseJobSpec(std::string_view text, SpecFormat forma
 // Reads the file at `path` (NOT_FOUND / PERMISSION_DENIED / ... if it cannot
 // be read), parses it in the format its extension names, applies `overrides`
 // in order (see ApplyOverride), sets `name` to the file's base name without
-// extension if the spec has none, applies defaults and validates. Errors
-// about the file's content are prefixed with "<path>: "; override errors are
-// as ApplyOverride returns them.
+// extension if the spec has none, applies defaults and validates (unless
+// `validate` is false: the CLI's --skip-local-validation leaves that to the
+// coordinator). Errors about the file's content are prefixed with "<path>: ";
+// override errors are as ApplyOverride returns them.
 absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path,
-                                            const std::vector<std::string>& overrides = {});
+                                            const std::vector<std::string>& overrides = {}, bool validate = true);
 
 // Applies one `key.path=value` assignment (the CLI's --set):
 // - key.path: proto field names (snake_case) or their lowerCamelCase JSON
