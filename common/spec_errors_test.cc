@@ -268,6 +268,25 @@ INSTANTIATE_TEST_SUITE_P(
                     "\"labels=x\")"}),
     [](const testing::TestParamInfo<BadOverride>& info) { return std::string(info.param.name); });
 
+// --- documents (found by fuzz/spec_fuzzer) ---
+
+// yaml-cpp's LoadAll never returned on a lone "," (its parser reports empty
+// documents forever); ParseJobSpec hung. It must answer.
+TEST(BadDocuments, LoneCommaIsRejected) {
+  for (const char* text : {",", ", model: {mlp: {}}\n"}) {
+    const auto spec = ParseJobSpec(text, SpecFormat::kYaml);
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
+TEST(BadDocuments, SecondDocumentIsRejected) {
+  // kBase is two lines; the second document starts at its "---".
+  const auto spec = ParseJobSpec(std::string(kBase) + "---\nname: two\n", SpecFormat::kYaml);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(spec.status().message()),
+            "malformed YAML at line 3, column 1: expected one document, found more than one");
+}
+
 // --- files ---
 
 TEST(BadFiles, UnknownExtension) {

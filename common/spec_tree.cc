@@ -1,12 +1,14 @@
 #include "common/spec_tree.h"
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace ringmaster::spec_internal {
@@ -89,18 +91,37 @@ bool LooksLikeNumberOrBool(const std::string& text) {
   return lower == "true" || lower == "false";
 }
 
+// Records where documents start. YAML::LoadAll cannot be used: on some
+// malformed input (a lone ",") yaml-cpp 0.7's parser reports empty
+// documents forever, so its loop never ends; ours stops at the second.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> marks;
+};
+
 }  // namespace
 
 absl::StatusOr<SpecNode> ParseYamlTree(absl::string_view text) {
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    if (documents.empty()) return SpecNode();
-    if (documents.size() > 1) {
-      return YamlError(documents[1].Mark(),
-                       absl::StrCat("expected one document, found ", documents.size()));
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
     }
+    if (starts.marks.empty()) return SpecNode();
+    if (starts.marks.size() > 1) return YamlError(starts.marks[1], "expected one document, found more than one");
     int budget = kMaxNodes;
-    return Convert(documents[0], 0, &budget);
+    return Convert(YAML::Load(std::string(text)), 0, &budget);
   } catch (const YAML::Exception& e) {
     return YamlError(e.mark, e.msg);
   }
