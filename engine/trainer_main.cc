@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides;
   std::string checkpoint_dir;
   int threads = 0;
+  std::string device = "auto";
   int64_t max_steps = -1;
   int nproc = 1;
   int rank = -1, world_size = 0, local_rank = -1;
@@ -83,6 +85,9 @@ int main(int argc, char** argv) {
                  "checkpoint.directory; none if both are empty)");
   app.add_option("--threads", threads, "CPU threads (default: resources.cpus_per_rank)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--device", device, "cpu, cuda, or auto: the spec's resources.device")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--max-steps", max_steps, "Stop after this many steps of this run (resume later)");
   app.add_option("--nproc", nproc, "Start N local ranks of this job (data x pipeline = N)")
       ->check(CLI::Range(1, 1024));
@@ -110,10 +115,18 @@ int main(int argc, char** argv) {
   absl::StatusOr<ringmaster::engine::TrainerConfig> config = ringmaster::engine::TrainerConfigFromSpec(*spec);
   if (!config.ok()) return Fail(config.status());
   if (threads > 0) config->threads = threads;
+  if (device != "auto") config->device = device == "cuda" ? ringmaster::engine::Device::kCuda
+                                                           : ringmaster::engine::Device::kCpu;
+  // A worker pins this rank's GPU through CUDA_VISIBLE_DEVICES (one UUID):
+  // it is device 0. Otherwise (--nproc, hand-started ranks) the local rank.
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const bool one_visible = visible != nullptr && *visible != '\0' && std::strchr(visible, ',') == nullptr;
+  config->device_index = one_visible ? 0 : env->local_rank;
   std::unique_ptr<ringmaster::engine::dist::ProcessGroup> world;
   if (env->world_size > 1) {
     absl::StatusOr<std::unique_ptr<ringmaster::engine::dist::ProcessGroup>> joined =
-        ringmaster::engine::JoinWorld(*env, absl::Seconds(timeout_seconds));
+        ringmaster::engine::JoinWorld(*env, absl::Seconds(timeout_seconds),
+                                      {config->device == ringmaster::engine::Device::kCuda, config->device_index});
     if (!joined.ok()) return Fail(joined.status());
     world = std::move(*joined);
     spdlog::info("rank {} of {} (local rank {}) joined through {}", env->rank, env->world_size, env->local_rank,

@@ -158,6 +158,7 @@ class NcclProcessGroup final : public ProcessGroup {
 
   // The stream whose work every later operation waits for (see "Overlap").
   void SetComputeStream(cudaStream_t stream) { compute_stream_ = stream; }
+  void SetComputeStream(void* stream) override { compute_stream_ = static_cast<cudaStream_t>(stream); }
   // The communication stream (on device()).
   cudaStream_t stream() const { return stream_.get(); }
   int device() const { return device_; }

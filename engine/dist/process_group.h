@@ -48,6 +48,10 @@ class ProcessGroup {
   virtual const char* backend() const = 0;
   // What error messages call the group, e.g. "dp[4 ranks]".
   virtual std::string name() const = 0;
+  // NCCL: the CUDA stream (a cudaStream_t) whose work every later collective
+  // waits for, on the device; groups made by NewGroup afterwards inherit it.
+  // Host-memory groups ignore it.
+  virtual void SetComputeStream(void* /*stream*/) {}
 
   // tensor <- op over every rank's tensor, in place.
   virtual absl::Status AllReduce(const Tensor& tensor, ReduceOp op) = 0;

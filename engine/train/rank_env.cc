@@ -61,6 +61,7 @@ class OwningGroup final : public dist::ProcessGroup {
   int size() const override { return group_->size(); }
   const char* backend() const override { return group_->backend(); }
   std::string name() const override { return group_->name(); }
+  void SetComputeStream(void* stream) override { group_->SetComputeStream(stream); }
   absl::Status AllReduce(const Tensor& t, dist::ReduceOp op) override { return group_->AllReduce(t, op); }
   absl::Status ReduceScatter(const Tensor& in, const Tensor& out, dist::ReduceOp op) override {
     return group_->ReduceScatter(in, out, op);
@@ -112,7 +113,8 @@ absl::StatusOr<RankEnv> ResolveRankEnv(int rank, int world_size, int local_rank,
   return env;
 }
 
-absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> JoinWorld(const RankEnv& env, absl::Duration timeout) {
+absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> JoinWorld(const RankEnv& env, absl::Duration timeout,
+                                                              const WorldTransport& transport) {
   std::unique_ptr<dist::Store> store;
   std::string host = "127.0.0.1";
   if (absl::StartsWith(env.rendezvous, "file:")) {
@@ -136,6 +138,11 @@ absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> JoinWorld(const RankEnv& env
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("rendezvous: expected file:DIR, tcp:HOST:PORT or grpc:ADDRESS, got \"", env.rendezvous, "\""));
+  }
+  if (transport.nccl) {
+    ASSIGN_OR_RETURN(std::unique_ptr<dist::ProcessGroup> nccl,
+                     CreateNcclWorld(*store, env, transport.device, timeout));
+    return std::make_unique<OwningGroup>(std::move(store), std::move(nccl));
   }
   dist::GlooOptions options;
   options.rank = env.rank;

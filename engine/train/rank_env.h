@@ -31,9 +31,23 @@ struct RankEnv {
 // (rank outside [0, world), a world > 1 without a rendezvous).
 absl::StatusOr<RankEnv> ResolveRankEnv(int rank, int world_size, int local_rank, const std::string& rendezvous);
 
-// The job's world: a Gloo process group over the store named by
-// env.rendezvous. The returned group owns its store.
-absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> JoinWorld(const RankEnv& env, absl::Duration timeout);
+// How the ranks communicate: Gloo over host memory (the CPU backend), or NCCL
+// on CUDA device `device` (one GPU per rank), with the unique id exchanged
+// through the same store (the coordinator's, under grpc:).
+struct WorldTransport {
+  bool nccl = false;
+  int device = 0;
+};
+
+// The job's world: a Gloo (or NCCL) process group over the store named by
+// env.rendezvous. The returned group owns its store. NCCL in a build without
+// CUDA: FAILED_PRECONDITION.
+absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> JoinWorld(const RankEnv& env, absl::Duration timeout,
+                                                              const WorldTransport& transport = {});
+
+// rank_env_nccl.cc (a build with CUDA) or rank_env_nccl_none.cc.
+absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> CreateNcclWorld(dist::Store& store, const RankEnv& env,
+                                                                    int device, absl::Duration timeout);
 
 }  // namespace ringmaster::engine
 

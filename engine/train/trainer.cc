@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "engine/core/cpu_backend.h"
+#include "engine/train/backend_factory.h"
 #include "engine/optim/grad_norm.h"
 #include "spdlog/spdlog.h"
 
@@ -24,10 +24,16 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerConfig& co
 }
 
 absl::Status Trainer::Init() {
-  CpuBackendConfig backend_config;
-  backend_config.num_threads = config_.threads;
-  backend_config.compute_dtype = config_.compute_dtype;
-  backend_ = std::make_unique<CpuBackend>(backend_config);
+  ASSIGN_OR_RETURN(backend_, CreateBackend(config_));
+  if (on_device() && distributed()) {
+    if (std::string(world_->backend()) != "nccl") {
+      return absl::FailedPreconditionError(absl::StrCat("training on CUDA with ", world_->size(),
+                                                        " ranks needs an NCCL world, got ", world_->backend()));
+    }
+    // Collectives (and the groups split from the world) wait for the compute
+    // stream on the device: bucket allreduces overlap backward without a host sync.
+    world_->SetComputeStream(BackendStream(*backend_));
+  }
 
   RETURN_IF_ERROR(LoadData());
   RETURN_IF_ERROR(ResolveLayout());
@@ -37,6 +43,7 @@ absl::Status Trainer::Init() {
     ASSIGN_OR_RETURN(scaler_, optim::LossScaler::Create(config_.loss_scaler));
   }
   RETURN_IF_ERROR(SetUpParallelism());
+  if (on_device()) RETURN_IF_ERROR(InitDevice());
 
   LoaderOptions loader;
   loader.sampler.global_batch = config_.data.global_batch;
@@ -78,7 +85,7 @@ absl::StatusOr<float> Trainer::ForwardBackward(const Batch& batch, float loss_sc
   const int m = config_.parallel.micro_batches;
   float loss_sum = 0.0f;
   for (int i = 0; i < m; ++i) {
-    Batch micro = m > 1 ? MicroBatch(batch, m, i) : batch;
+    Batch micro = ToBackend(m > 1 ? MicroBatch(batch, m, i) : batch);
     const Tensor& input = IsLanguageModel() ? micro.tokens : micro.images;
     model_->SetRngKey(static_cast<uint64_t>(step_) * m + i);
     ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/true));
@@ -89,12 +96,17 @@ absl::StatusOr<float> Trainer::ForwardBackward(const Batch& batch, float loss_sc
     } else {
       RETURN_IF_ERROR(model_->Backward(dlogits).status());
     }
-    loss_sum += loss.ToVector()[0];
+    if (on_device()) {
+      backend_->Axpy(1.0f / m, loss, device_loss_);  // read back at log intervals
+    } else {
+      loss_sum += loss.ToVector()[0];
+    }
   }
   return loss_sum / m;
 }
 
 absl::StatusOr<StepReport> Trainer::Step() {
+  if (on_device()) return StepOnDevice();
   auto start = std::chrono::steady_clock::now();
   Batch batch = train_loader_->Next();
   StepReport report;

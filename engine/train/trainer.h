@@ -36,6 +36,7 @@
 #include "engine/data/dataset.h"
 #include "engine/nn/loss.h"
 #include "engine/nn/model.h"
+#include "engine/optim/device_loss_scaler.h"
 #include "engine/optim/loss_scaler.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/dist/process_group.h"
@@ -53,7 +54,10 @@ struct StepReport {
   int64_t step = 0;         // 1-based: steps completed, this one included
   int64_t total_steps = 0;
   int64_t epoch = 0;
-  float loss = 0.0f;        // mean training loss of the step's global batch
+  // Mean training loss of the step's global batch. CUDA: read back only at
+  // log intervals (and before evaluations): the mean over the steps since the
+  // last read; the steps in between repeat the last value read.
+  float loss = 0.0f;
   float lr = 0.0f;
   float loss_scale = 1.0f;  // the scale this step's backward used
   bool skipped = false;     // inf/NaN gradients: the update was skipped
@@ -63,6 +67,9 @@ struct StepReport {
   double comm_seconds = 0.0;  // time in gradient and pipeline communication
   int64_t samples = 0;      // samples in the step (global batch)
   int64_t tokens = 0;       // tokens in the step (language models; else 0)
+  // CUDA: bytes held by the caching device allocator now, and at its peak; else 0.
+  int64_t device_memory_bytes = 0;
+  int64_t device_memory_peak_bytes = 0;
 };
 
 struct EvalReport {
@@ -159,6 +166,16 @@ class Trainer {
   int64_t OptimizerStepCount() const;
   ParameterList TrainedParameters();
 
+  // CUDA (trainer_device.cc): the device loss scaler and step; host copies of
+  // the batch and of tensors for evaluation and checkpoints.
+  bool on_device() const { return backend_->device() == Device::kCuda; }
+  absl::Status InitDevice();
+  absl::StatusOr<StepReport> StepOnDevice();
+  bool LossReadDue() const;
+  Batch ToBackend(const Batch& batch);
+  Tensor HostCopy(const Tensor& t);
+  void CopyIntoLive(const Tensor& host, const Tensor& live);
+
   TrainerConfig config_;
   TrainerOptions options_;
   std::unique_ptr<Backend> backend_;
@@ -167,6 +184,13 @@ class Trainer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<optim::LrSchedule> schedule_;
   optim::LossScaler scaler_ = optim::LossScaler::Disabled();
+  // CUDA: the loss scaler's decision on the device (scaler_ mirrors its state
+  // after every step), and the training loss summed on the device since it
+  // was last read.
+  std::unique_ptr<optim::DeviceLossScaler> device_scaler_;
+  Tensor device_loss_;
+  int64_t losses_since_read_ = 0;
+  float last_loss_ = 0.0f;
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> eval_data_;
   std::unique_ptr<DataLoader> train_loader_;

@@ -7,8 +7,8 @@
 // position. Distributed, rank 0 gathers all of it and writes; every rank
 // resumes by reading the checkpoint and taking its own part, so a checkpoint
 // does not depend on the data x pipeline layout that wrote it. Tensors are
-// written as they are (no copy): the write finishes before the next step
-// changes them.
+// written as they are on the CPU (no copy): the write finishes before the
+// next step changes them; CUDA tensors are copied to the host first.
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -56,8 +56,8 @@ absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
   CheckpointContents contents;
   ASSIGN_OR_RETURN(contents.optimizer, GatherOptimizerState());
   if (rank() != 0) return std::string();
-  for (Parameter* p : model_->Parameters()) contents.model.emplace_back(p->name, p->value);
-  for (Buffer* b : model_->Buffers()) contents.model.emplace_back(b->name, b->value);
+  for (Parameter* p : model_->Parameters()) contents.model.emplace_back(p->name, HostCopy(p->value));
+  for (Buffer* b : model_->Buffers()) contents.model.emplace_back(b->name, HostCopy(b->value));
   optim::LossScalerState scaler = scaler_.State();
   contents.state = {
       {"job", config_.name},
@@ -115,8 +115,9 @@ absl::StatusOr<int64_t> Trainer::Resume() {
   }
   RETURN_IF_ERROR(LoadOptimizerState(loaded.contents.optimizer, optimizer_step));
   RETURN_IF_ERROR(scaler_.LoadState(scaler));
+  if (device_scaler_ != nullptr) RETURN_IF_ERROR(device_scaler_->LoadState(scaler, optimizer_step));
   RETURN_IF_ERROR(train_loader_->Restore(loader));
-  for (const auto& [name, tensor] : live) std::memcpy(tensor.raw(), saved[name].raw(), tensor.bytes());
+  for (const auto& [name, tensor] : live) CopyIntoLive(saved[name], tensor);
   step_ = step;
   return step;
 }

@@ -147,6 +147,8 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const JobSpec& spec) {
   config.checkpoint_interval_steps = spec.checkpoint().interval_steps();
   config.checkpoint_keep = spec.checkpoint().keep();
   config.threads = spec.resources().cpus_per_rank();
+  config.device = spec.resources().device() == v1::ResourceSpec::CUDA ? Device::kCuda : Device::kCpu;
+  config.tf32 = spec.precision().compute() == v1::PrecisionSpec::TF32;
   return config;
 }
 

@@ -62,7 +62,13 @@ struct TrainerConfig {
   int64_t log_interval_steps = 50;
   int64_t checkpoint_interval_steps = 0;  // 0: only at the end
   int checkpoint_keep = 3;
-  int threads = 0;  // CPU backend threads; 0: all cores
+  int threads = 0;  // CPU backend threads; 0: all cores  // Where the rank trains: the CPU backend, or one CUDA device (resources.device).
+  Device device = Device::kCpu;
+  // CUDA: the device ordinal among the visible ones (trainer_main: 0 when the
+  // worker pins one GPU through CUDA_VISIBLE_DEVICES, else the local rank).
+  int device_index = 0;
+  // CUDA: fp32 GEMMs and convolutions on TF32 tensor cores (precision.compute TF32).
+  bool tf32 = false;
 };
 
 // Maps a job spec (ApplyDefaults'd and ValidateJobSpec'd) onto the trainer's

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs every GPU test and benchmark of a pack made by scripts/gpu-pack.sh, on
+# a GPU machine that has PyTorch's CUDA libraries (nvidia-* wheels) but none of
+# Debian's: one log per item in RESULTSDIR (gtest XML for the test binaries),
+# then a summary line "N passed, N failed" (also in RESULTSDIR/summary.txt).
+# Exit status 0 only when nothing failed. Without a GPU it stops at once,
+# saying so (exit 2).
+# Usage: gpu-run.sh PACKDIR RESULTSDIR
+set -uo pipefail
+
+pack=$(cd "${1:?usage: gpu-run.sh PACKDIR RESULTSDIR}" && pwd)
+results=${2:?usage: gpu-run.sh PACKDIR RESULTSDIR}
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+exec > >(tee "$results/run.log") 2>&1
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >"$results/nvidia-smi.txt" 2>&1; then
+  echo "gpu-run: no NVIDIA GPU here (nvidia-smi missing or failing): nothing run"
+  exit 2
+fi
+cat "$results/nvidia-smi.txt"
+
+# CUDA libraries from PyTorch's wheels: every lib folder under site-packages/nvidia.
+python=${PYTHON:-python3}
+nvidia_libs=$("$python" - <<'PY' 2>/dev/null
+import glob, os
+try:
+    import nvidia
+    roots = list(nvidia.__path__)
+except Exception:
+    roots = []
+dirs = sorted({os.path.dirname(p) for r in roots for p in glob.glob(os.path.join(r, "**", "lib*.so*"), recursive=True)})
+print(":".join(dirs))
+PY
+)
+export LD_LIBRARY_PATH="$pack/lib${nvidia_libs:+:$nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+
+# Nothing a binary needs may be missing.
+ldd_bad=0
+for b in "$pack"/bin/*; do
+  if ldd "$b" | grep -q "not found"; then
+    echo "gpu-run: $(basename "$b"): $(ldd "$b" | grep "not found" | tr -s ' \t' ' ' | tr '\n' ';')"
+    ldd_bad=1
+  fi
+done
+if [[ $ldd_bad -ne 0 ]]; then
+  echo "gpu-run: shared libraries missing (see above)"
+  echo "0 passed, 1 failed" | tee "$results/summary.txt"
+  exit 1
+fi
+echo "ldd: every library of every binary resolves"
+
+passed=0 failed=0
+run_item() {  # NAME COMMAND...
+  local name=$1; shift
+  local start=$SECONDS
+  if (cd "$pack" && "$@") >"$results/$name.log" 2>&1; then
+    passed=$((passed + 1)); echo "PASS $name ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1)); echo "FAIL $name ($((SECONDS - start)) s): $results/$name.log"; tail -5 "$results/$name.log"
+  fi
+}
+
+while read -r kind name; do
+  [[ "$kind" == "bin" && "$name" == *__* ]] || continue  # test binaries are PKG__NAME
+  run_item "$name" "$pack/bin/$name" --gtest_output="xml:$results/$name.xml"
+done <"$pack/MANIFEST"
+for mode in fashion gpt; do
+  data=$pack/data/fashion-mnist
+  [[ $mode == gpt ]] && data=$pack/data/kjv.txt
+  run_item "gpu_${mode}_training" "$pack/tests/gpu_training_test.sh" "$pack/bin/ringmaster-trainer" \
+    "$pack/examples" "$mode" "$data"
+done
+while read -r kind label; do
+  [[ "$kind" == "bench" ]] || continue
+  name=$(basename "${label#*:}")
+  run_item "bench_$name" "$pack/bin/$name"
+done <"$pack/MANIFEST"
+
+echo "$passed passed, $failed failed" | tee "$results/summary.txt"
+[[ $failed -eq 0 ]]
