@@ -24,6 +24,7 @@
 #include "common/cli_flags.h"
 #include "common/spec.h"
 #include "engine/train/agent_client.h"
+#include "engine/train/state_dump.h"
 #include "engine/train/launcher.h"
 #include "engine/train/progress.h"
 #include "engine/train/rank_env.h"
@@ -109,6 +110,8 @@ int main(int argc, char** argv) {
   if (!env.ok()) return Fail(env.status());
   std::string component = env->world_size > 1 ? "trainer r" + std::to_string(env->rank) : "trainer";
   if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, component); !s.ok()) return Fail(s);
+  // SIGUSR1 (sent by the worker before it stops a rank): state dump to the log.
+  if (absl::Status s = ringmaster::engine::InstallStateDumpHandler(STDERR_FILENO); !s.ok()) return Fail(s);
 
   absl::StatusOr<ringmaster::v1::JobSpec> spec = ringmaster::LoadJobSpecFile(spec_path, overrides);
   if (!spec.ok()) return Fail(spec.status());
@@ -155,6 +158,9 @@ int main(int argc, char** argv) {
       return (*agent)->CommitCheckpoint(step, path, /*stage=*/0, /*stages=*/1);  // rank 0 writes the whole model
     };
     options.should_stop = [&] { return (*agent)->stop_requested(); };
+    // Only what the coordinator recorded as committed is resumed from.
+    const char* resume_from = std::getenv("RINGMASTER_RESUME_FROM");
+    options.resume_from = resume_from != nullptr ? resume_from : "";
   }
   options.on_eval = [&](const ringmaster::engine::EvalReport& r) {
     progress.OnEval(r);

@@ -2,7 +2,9 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -10,7 +12,6 @@
 #include "common/status_macros.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/checkpoint_files.h"
-#include "engine/checkpoint/file_io.h"
 #include "google/protobuf/util/time_util.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -21,6 +22,8 @@ namespace {
 // An RPC that misses this is retried with the next report (metrics) or fails
 // the commit (the trainer then stops: its generation is probably over).
 constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
+// How long a checkpoint commit waits for an unreachable coordinator.
+constexpr absl::Duration kCommitPatience = absl::Minutes(5);
 
 void SetDeadline(grpc::ClientContext* context) {
   context->set_deadline(std::chrono::system_clock::now() +
@@ -152,9 +155,7 @@ bool AgentClient::stop_requested() const {
 }
 
 absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages) {
-  const std::string manifest_path = path + "/" + kManifestFileName;
-  ASSIGN_OR_RETURN(std::string text, ReadFile(manifest_path));
-  ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(text, manifest_path));
+  ASSIGN_OR_RETURN(Manifest manifest, VerifyCheckpoint(path));
   v1::CommitCheckpointRequest request;
   request.set_job_id(job_);
   request.set_generation(generation_);
@@ -175,10 +176,42 @@ absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path
     file->mutable_checksum()->set_algorithm(v1::FileChecksum::SHA256);
     file->mutable_checksum()->set_hex(entry.sha256);
   }
-  grpc::ClientContext context;
-  SetDeadline(&context);
+  // A commit is idempotent: while the coordinator cannot be reached (it is
+  // restarting) it is retried, training paused, for up to kCommitPatience.
   v1::CommitCheckpointResponse response;
-  return FromGrpc(checkpoints_->Commit(&context, request, &response), absl::StrCat("commit of checkpoint ", path));
+  const absl::Time give_up = absl::Now() + kCommitPatience;
+  absl::Duration backoff = absl::Milliseconds(250);
+  for (;;) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status status = checkpoints_->Commit(&context, request, &response);
+    const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!transient || absl::Now() + backoff > give_up) {
+      RETURN_IF_ERROR(FromGrpc(status, absl::StrCat("commit of checkpoint ", path)));
+      break;
+    }
+    spdlog::warn("commit of checkpoint {} not answered ({}); retrying in {}", path, status.error_message(),
+                 absl::FormatDuration(backoff));
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(4));
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  for (const std::string& pruned : response.prune_paths()) {
+    if (std::filesystem::path(pruned).parent_path() != parent) {
+      spdlog::warn("not pruning {}: outside the checkpoint directory {}", pruned, parent.string());
+      continue;
+    }
+    // Out of readers' sight first (".tmp-" names are ignored and cleaned).
+    const std::string doomed = (parent / (".tmp-pruned-" + std::filesystem::path(pruned).filename().string())).string();
+    std::error_code error;
+    std::filesystem::rename(pruned, doomed, error);
+    if (!error) std::filesystem::remove_all(doomed, error);
+    if (error && error != std::errc::no_such_file_or_directory) {
+      spdlog::warn("could not remove pruned checkpoint {}: {}", pruned, error.message());
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ringmaster::engine

@@ -38,10 +38,15 @@ class AgentClient {
 
   void ReportStep(const StepReport& step);
   void ReportEval(const EvalReport& eval);
-  // Records checkpoint `path` (a step directory with its MANIFEST.json) as
-  // written by this rank for pipeline stage `stage` of `stages`. Its write
-  // time (CommitCheckpointRequest.write_seconds) is the time since the last
-  // ReportStep or ReportEval: the trainer writes a checkpoint right after
+  // Two-phase commit of checkpoint `path` (a step directory with its
+  // MANIFEST.json), written by this rank for pipeline stage `stage` of
+  // `stages`: verifies every file against the manifest (re-read from disk),
+  // then records it with the coordinator, which counts the checkpoint only
+  // once every stage's shard is recorded (retried, blocking, for up to 5
+  // minutes while the coordinator is unreachable). Then removes the checkpoint
+  // directories the coordinator pruned (siblings of `path` only). The write
+  // time sent (CommitCheckpointRequest.write_seconds) is the time since the
+  // last ReportStep or ReportEval: the trainer writes a checkpoint right after
   // reporting its step (and evaluation), then commits it.
   absl::Status CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages);
   // The coordinator answered a report with "stop" (cancelled, or the

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 #include "engine/checkpoint/checkpoint.h"
@@ -23,10 +25,15 @@ class FakeWorker final : public v1::AgentService::Service, public v1::Checkpoint
     return grpc::Status::OK;
   }
   grpc::Status Commit(grpc::ServerContext*, const v1::CommitCheckpointRequest* request,
-                      v1::CommitCheckpointResponse*) override {
+                      v1::CommitCheckpointResponse* response) override {
     std::lock_guard<std::mutex> lock(mu_);
     commits_.push_back(*request);
+    for (const std::string& p : prune_) response->add_prune_paths(p);
     return grpc::Status::OK;
+  }
+  void set_prune(std::vector<std::string> paths) {
+    std::lock_guard<std::mutex> lock(mu_);
+    prune_ = std::move(paths);
   }
   std::vector<v1::ReportMetricsRequest> reports() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -45,6 +52,7 @@ class FakeWorker final : public v1::AgentService::Service, public v1::Checkpoint
   std::mutex mu_;
   std::vector<v1::ReportMetricsRequest> reports_;
   std::vector<v1::CommitCheckpointRequest> commits_;
+  std::vector<std::string> prune_;
   bool stop_ = false;
 };
 
@@ -172,6 +180,48 @@ TEST_F(AgentClientTest, CommitsACheckpointWithItsManifest) {
     EXPECT_EQ(f.checksum().algorithm(), v1::FileChecksum::SHA256);
     EXPECT_EQ(f.checksum().hex().size(), 64u) << f.path();
   }
+}
+
+CheckpointContents SmallContents(int64_t step) {
+  CheckpointContents contents;
+  contents.model.emplace_back("w", Tensor::FromVector({2}, {1, 2}));
+  contents.state["step"] = std::to_string(step);
+  return contents;
+}
+
+TEST_F(AgentClientTest, ADamagedCheckpointIsNeverCommitted) {
+  std::string dir = ::testing::TempDir() + "/damaged";
+  auto path = WriteCheckpoint(dir, 10, SmallContents(10), 0);
+  ASSERT_TRUE(path.ok()) << path.status();
+  {
+    std::FILE* f = std::fopen((*path + "/state.json").c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fputc('#', f);  // the first byte changes, the size does not
+    std::fclose(f);
+  }
+  auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
+  absl::Status status = client->CommitCheckpoint(10, *path, 0, 1);
+  EXPECT_EQ(status, absl::DataLossError(*path + "/state.json: SHA-256 differs from the manifest's"));
+  EXPECT_TRUE(worker_.commits().empty());
+}
+
+TEST_F(AgentClientTest, RemovesTheCheckpointsTheCoordinatorPruned) {
+  std::string dir = ::testing::TempDir() + "/pruned";
+  auto old_path = WriteCheckpoint(dir, 10, SmallContents(10), 0);
+  auto new_path = WriteCheckpoint(dir, 20, SmallContents(20), 0);
+  ASSERT_TRUE(old_path.ok() && new_path.ok());
+  const std::string elsewhere = ::testing::TempDir() + "/elsewhere";
+  std::filesystem::create_directories(elsewhere);
+  worker_.set_prune({*old_path, elsewhere});
+  auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
+  ASSERT_TRUE(client->CommitCheckpoint(20, *new_path, 0, 1).ok());
+  EXPECT_FALSE(std::filesystem::exists(*old_path));
+  EXPECT_TRUE(std::filesystem::exists(*new_path));
+  EXPECT_TRUE(std::filesystem::exists(elsewhere)) << "a path outside the checkpoint directory was removed";
+  auto listed = ListCheckpoints(dir);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].step, 20);
 }
 
 }  // namespace

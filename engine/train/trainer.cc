@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "engine/train/backend_factory.h"
 #include "engine/optim/grad_norm.h"
+#include "engine/train/state_dump.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::engine {
@@ -115,8 +116,12 @@ absl::StatusOr<StepReport> Trainer::Step() {
   report.loss_scale = scaler_.scale();
   if (IsLanguageModel()) report.tokens = config_.data.global_batch * config_.model.block_size;
 
+  SetTrainingStep(step_ + 1);
+  ScopedTrainingPhase phase("forward/backward");
   ASSIGN_OR_RETURN(float local_loss, ForwardBackward(batch, scaler_.scale(), &report.comm_seconds));
+  SetTrainingPhase("gradient reduction");
   RETURN_IF_ERROR(ReduceGradients(&report.comm_seconds));
+  SetTrainingPhase("optimizer step");
   report.loss = local_loss;
   if (grid_ != nullptr && grid_->layout().data() > 1) {
     ASSIGN_OR_RETURN(double mean, AllReduceScalar(grid_->data_group(), local_loss, dist::ReduceOp::kAvg));
@@ -174,6 +179,7 @@ absl::Status Trainer::Run() {
   };
   int64_t run_steps = 0;
   bool evaluated_last = false;
+  SetTrainingPhase("between steps");
   while (step_ < total_steps_) {
     if (options_.max_steps_this_run >= 0 && run_steps >= options_.max_steps_this_run) return absl::OkStatus();
     ASSIGN_OR_RETURN(StepReport report, Step());
@@ -181,11 +187,13 @@ absl::Status Trainer::Run() {
     if (options_.on_step) options_.on_step(report);
     evaluated_last = false;
     if (EvalDue() || step_ == total_steps_) {
+      ScopedTrainingPhase phase("evaluation");
       RETURN_IF_ERROR(report_eval());
       evaluated_last = true;
     }
     bool checkpoint_due = config_.checkpoint_interval_steps > 0 && step_ % config_.checkpoint_interval_steps == 0;
     if (!options_.checkpoint_dir.empty() && (checkpoint_due || step_ == total_steps_)) {
+      ScopedTrainingPhase phase("checkpoint save and commit");
       ASSIGN_OR_RETURN(std::string path, SaveCheckpoint());
       if (rank() == 0 && options_.on_checkpoint) RETURN_IF_ERROR(options_.on_checkpoint(step_, path));
     }

@@ -82,6 +82,13 @@ struct EvalReport {
 struct TrainerOptions {
   // Where checkpoints are written and resumed from; empty: no checkpoints.
   std::string checkpoint_dir;
+  // Set when a coordinator records the checkpoints (started by a worker):
+  // resume from exactly this checkpoint, the newest one the coordinator
+  // recorded as committed, after verifying it ("": start from step 0, even if
+  // checkpoint_dir holds uncommitted ones); write with no local retention
+  // (the coordinator's commit answer says what to prune). Unset: resume from
+  // the newest good checkpoint of checkpoint_dir, keep checkpoint.keep.
+  std::optional<std::string> resume_from;
   // Called after every step and every evaluation (progress, metrics).
   std::function<void(const StepReport&)> on_step;
   std::function<void(const EvalReport&)> on_eval;
@@ -120,8 +127,8 @@ class Trainer {
   absl::StatusOr<EvalReport> Evaluate();
   // Writes a checkpoint of the current step; returns its path.
   absl::StatusOr<std::string> SaveCheckpoint();
-  // Loads the newest good checkpoint of options.checkpoint_dir; returns its
-  // step, or NOT_FOUND when there is none.
+  // Loads options.resume_from, else the newest good checkpoint of
+  // options.checkpoint_dir; returns its step, or NOT_FOUND when there is none.
   absl::StatusOr<int64_t> Resume();
 
   int64_t step() const { return step_; }

@@ -68,14 +68,29 @@ absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
       {"skipped_steps", absl::StrCat(scaler.skipped_steps)},
       {"data_loader", train_loader_->State().Encode()},
   };
-  ASSIGN_OR_RETURN(std::string path,
-                   WriteCheckpoint(options_.checkpoint_dir, step_, contents, config_.checkpoint_keep));
+  const int keep = options_.resume_from.has_value() ? 0 : config_.checkpoint_keep;
+  ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(options_.checkpoint_dir, step_, contents, keep));
   spdlog::info("checkpoint step {} written to {}", step_, path);
   return path;
 }
 
 absl::StatusOr<int64_t> Trainer::Resume() {
-  ASSIGN_OR_RETURN(LoadedCheckpoint loaded, LoadNewestCheckpoint(options_.checkpoint_dir));
+  LoadedCheckpoint loaded;
+  if (!options_.resume_from.has_value()) {
+    ASSIGN_OR_RETURN(loaded, LoadNewestCheckpoint(options_.checkpoint_dir));
+  } else if (options_.resume_from->empty()) {
+    return absl::NotFoundError("the coordinator has no committed checkpoint of this job");
+  } else {
+    // Verified against its manifest; a damaged or missing committed
+    // checkpoint is DATA_LOSS (never NOT_FOUND, which would start from step 0)
+    // and is never silently replaced by another.
+    absl::StatusOr<LoadedCheckpoint> committed = LoadCheckpoint(*options_.resume_from);
+    if (!committed.ok()) {
+      return absl::DataLossError(absl::StrCat("the committed checkpoint cannot be resumed from: ",
+                                              committed.status().message()));
+    }
+    loaded = *std::move(committed);
+  }
   for (const std::string& skipped : loaded.skipped) spdlog::warn("skipped damaged checkpoint {}", skipped);
   const std::string& path = loaded.path;
   const StateMap& state = loaded.contents.state;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "engine/train/trainer.h"
 #include "gtest/gtest.h"
@@ -87,12 +88,14 @@ std::vector<std::vector<uint8_t>> WeightBytes(Trainer& t) {
 
 // Runs a trainer on `dir` for at most `max_steps` steps of this run (< 0: to
 // the end), recording the loss of every step it trains.
-RunResult Train(const TrainerConfig& config, const std::string& dir, int64_t max_steps) {
+RunResult Train(const TrainerConfig& config, const std::string& dir, int64_t max_steps,
+                std::optional<std::string> resume_from = std::nullopt) {
   RunResult result;
   result.losses.assign(config.steps, std::nanf(""));
   result.scales.assign(config.steps, std::nanf(""));
   TrainerOptions options;
   options.checkpoint_dir = dir;
+  options.resume_from = std::move(resume_from);
   options.max_steps_this_run = max_steps;
   options.on_step = [&](const StepReport& r) {
     result.losses[r.step - 1] = r.loss;
@@ -173,6 +176,33 @@ TEST(TrainerTest, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   // Resumed from step 10: steps 11..30 trained again, identical to the straight run.
   for (int64_t s = 0; s < 10; ++s) EXPECT_TRUE(std::isnan(resumed.losses[s])) << "step " << s + 1;
   for (int64_t s = 10; s < 30; ++s) EXPECT_EQ(resumed.losses[s], straight.losses[s]) << "step " << s + 1;
+}
+
+// Under a coordinator only the checkpoint it recorded as committed is
+// resumed from: a newer one on disk (written, never committed) is ignored,
+// and with no committed checkpoint training starts at step 0.
+TEST(TrainerTest, ResumesOnlyFromTheCommittedCheckpoint) {
+  TrainerConfig config = MlpFp16Config();
+  config.steps = 30;
+  config.checkpoint_interval_steps = 10;
+  RunResult straight = Train(config, FreshDir("committed-straight"), -1);
+  std::string dir = FreshDir("committed");
+  Train(config, dir, 20, std::string());  // writes 10 and 20 (no local retention)
+  ASSERT_TRUE(std::filesystem::exists(dir + "/step-000000020"));
+
+  RunResult resumed = Train(config, dir, 5, dir + "/step-000000010");
+  for (int64_t s = 0; s < 10; ++s) EXPECT_TRUE(std::isnan(resumed.losses[s])) << "step " << s + 1;
+  for (int64_t s = 10; s < 15; ++s) EXPECT_EQ(resumed.losses[s], straight.losses[s]) << "step " << s + 1;
+
+  RunResult fresh = Train(config, dir, 3, std::string());
+  for (int64_t s = 0; s < 3; ++s) EXPECT_EQ(fresh.losses[s], straight.losses[s]) << "step " << s + 1;
+
+  TrainerOptions options;
+  options.checkpoint_dir = dir;
+  options.resume_from = dir + "/step-000000007";  // recorded, but gone
+  auto trainer = Trainer::Create(config, options);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  EXPECT_EQ((*trainer)->Run().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(TrainerTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
