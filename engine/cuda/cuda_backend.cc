@@ -21,7 +21,11 @@ class CudaRawAllocator : public RawDeviceAllocator {
   absl::StatusOr<void*> Malloc(size_t bytes) override {
     void* p = nullptr;
     CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    CUDA_RETURN_IF_ERROR(cudaMalloc(&p, bytes));
+    const cudaError_t error = cudaMalloc(&p, bytes);
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();  // out of memory is not sticky: do not let a later launch report it
+      return CudaStatus(error, "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
+    }
     return p;
   }
   void Free(void* ptr) override {
@@ -104,6 +108,9 @@ CachingAllocator& CudaBackend::allocator() { return *impl_->allocator; }
 
 absl::Status CudaBackend::Synchronize() {
   absl::Status sync = impl_->stream.Synchronize();
+  // A failed runtime call also sets the thread's last error; the failure is
+  // reported here, so clear it (launchers read cudaGetLastError()).
+  (void)cudaGetLastError();
   absl::Status first = std::move(impl_->error);
   impl_->error = absl::OkStatus();
   return first.ok() ? sync : first;

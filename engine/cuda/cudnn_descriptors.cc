@@ -9,12 +9,28 @@ namespace {
 
 constexpr int kMaxAlgos = 16;
 
-// The first result that succeeded, is deterministic and fits the workspace limit.
+// FFT and Winograd transforms lose fp32 accuracy (errors well above 1e-5
+// relative); the direct and implicit-GEMM algorithms do not.
+bool Transformed(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool Transformed(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool Transformed(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// The first result that succeeded, is deterministic, is not a transform and
+// fits the workspace limit.
 template <typename Perf>
 const Perf* PickAlgo(const Perf* results, int count) {
   for (int i = 0; i < count; ++i) {
     if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].determinism == CUDNN_DETERMINISTIC &&
-        results[i].memory <= ConvAlgoCache::kMaxWorkspace) {
+        !Transformed(results[i].algo) && results[i].memory <= ConvAlgoCache::kMaxWorkspace) {
       return &results[i];
     }
   }

@@ -52,7 +52,8 @@ struct ConvPlan {
 class ConvAlgoCache {
  public:
   // The plan for `key`, built on first use: cuDNN's heuristics pick the first
-  // deterministic algorithm that needs at most kMaxWorkspace bytes.
+  // deterministic algorithm, not an FFT/Winograd transform (fp32 accuracy),
+  // that needs at most kMaxWorkspace bytes.
   absl::StatusOr<const ConvPlan*> Get(cudnnHandle_t handle, const ConvKey& key);
 
   static constexpr size_t kMaxWorkspace = size_t{256} << 20;
