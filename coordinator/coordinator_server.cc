@@ -87,7 +87,22 @@ absl::Status CheckBindable(const std::string& address) {
 
 }  // namespace
 
-CoordinatorServer::CoordinatorServer(const CoordinatorConfig& config, Clock* clock) : config_(config), clock_(clock) {}
+namespace {
+
+class MicrosecondClock : public Clock {
+ public:
+  explicit MicrosecondClock(Clock* base) : base_(base) {}
+  absl::Time Now() const override { return absl::FromUnixMicros(absl::ToUnixMicros(base_->Now())); }
+  void SleepUntil(absl::Time deadline) override { base_->SleepUntil(deadline); }
+
+ private:
+  Clock* const base_;
+};
+
+}  // namespace
+
+CoordinatorServer::CoordinatorServer(const CoordinatorConfig& config, Clock* clock)
+    : config_(config), microsecond_clock_(std::make_unique<MicrosecondClock>(clock)), clock_(microsecond_clock_.get()) {}
 
 CoordinatorServer::~CoordinatorServer() { Shutdown(); }
 

@@ -279,5 +279,19 @@ TEST_F(JobServiceTest, JobsSurviveACoordinatorRestart) {
   EXPECT_EQ(job.state(), v1::JOB_STATE_QUEUED);
 }
 
+// The store keeps microseconds; a time the coordinator hands out must not
+// change when it is read back after a restart.
+TEST_F(JobServiceTest, TimesReadTheSameAfterARestart) {
+  clock_.SetTime(absl::FromUnixNanos(1795000000123456789));
+  const std::string job_id = Submit(MakeSpec(1, 1, v1::ResourceSpec::CPU));
+  const v1::Job before = GetJob(job_id);
+  EXPECT_EQ(before.submit_time().nanos(), 123456000);
+  StopServer();
+  StartServer();
+  const v1::Job after = GetJob(job_id);
+  EXPECT_EQ(after.submit_time().seconds(), before.submit_time().seconds());
+  EXPECT_EQ(after.submit_time().nanos(), before.submit_time().nanos());
+}
+
 }  // namespace
 }  // namespace ringmaster::coordinator::testing
