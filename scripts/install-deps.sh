@@ -63,8 +63,12 @@ install_k8s_models() {
   [[ " ${wanted[*]} " == *" nodejs "* ]] || return 0
   grep -qs "\"version\": \"$k8s_models_version\"" "$k8s_models/node_modules/kubernetes-models/package.json" && return 0
   "${sudo[@]}" mkdir -p "$k8s_models"
-  "${sudo[@]}" npm install --silent --no-audit --no-fund --prefix "$k8s_models" "kubernetes-models@$k8s_models_version"
-  echo "install-deps: kubernetes-models $k8s_models_version in $k8s_models"
+  # Not fatal: without it deploy/kubernetes_test.sh skips, saying so.
+  if "${sudo[@]}" npm install --silent --no-audit --no-fund --prefix "$k8s_models" "kubernetes-models@$k8s_models_version"; then
+    echo "install-deps: kubernetes-models $k8s_models_version in $k8s_models"
+  else
+    echo "install-deps: WARNING: npm could not install kubernetes-models; the Kubernetes schema check will skip" >&2
+  fi
 }
 
 sudo=()
