@@ -14,7 +14,7 @@ build_pkgs=(
 # datasets, the corpus; for deploy/: systemd-analyze, PyYAML, node (the
 # Kubernetes schema check, below).
 test_pkgs=(prometheus dataset-fashion-mnist bible-kjv bible-kjv-text iproute2 procps python3 python3-yaml systemd
-  nodejs)
+  nodejs curl)
 # kubectl (for `kubectl kustomize`) and npm come from Debian only where no other
 # install provides them (a vendor's kubectl package, or a nodejs that bundles npm).
 optional_cmds=(kubectl:kubernetes-client npm:npm)
