@@ -19,6 +19,7 @@
 #include "CLI/CLI.hpp"
 #include "client/cli.h"
 #include "client/commands.h"
+#include "client/connection.h"
 #include "client/local_cluster.h"
 #include "common/cli_flags.h"
 #include "grpc/support/log.h"
@@ -73,6 +74,12 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", global.coordinator, "Coordinator address (host:port, unix:PATH)")
       ->envname("RINGMASTER_COORDINATOR")
       ->capture_default_str();
+  ConnectionOptions connection;
+  app.add_option("--tls-ca", connection.tls_ca, "CA (PEM) the coordinator's certificate must chain to: use TLS")
+      ->envname("RINGMASTER_TLS_CA");
+  app.add_option("--token-file", connection.token_file,
+                 "File holding your bearer token (default: ~/.config/ringmaster/token, if it exists)")
+      ->envname("RINGMASTER_TOKEN_FILE");
   app.add_option("-o,--output", output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -177,8 +184,15 @@ int main(int argc, char** argv) {
     return kExitError;
   }
 
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(global.coordinator, grpc::InsecureChannelCredentials());
-  std::unique_ptr<JobStub> stub = ringmaster::v1::JobService::NewStub(channel);
+  connection.coordinator = global.coordinator;
+  connection.home = Getenv("HOME");
+  connection.xdg_config_home = Getenv("XDG_CONFIG_HOME");
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ConnectToCoordinator(connection);
+  if (!channel.ok()) {
+    std::cerr << "ringmaster: " << channel.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::unique_ptr<JobStub> stub = ringmaster::v1::JobService::NewStub(*channel);
   if (submit_cmd->parsed()) return RunSubmit(*stub, global, submit, console);
   if (jobs_cmd->parsed()) return RunJobs(*stub, global, jobs, console);
   if (describe_cmd->parsed()) return RunDescribe(*stub, global, describe_job, console);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/cli.h"
+#include "common/grpc_security.h"
 
 namespace ringmaster::client {
 namespace {
@@ -40,6 +41,13 @@ std::string DescribeRpcError(const grpc::Status& status, const RpcContext& conte
   const std::string& message = status.error_message();
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE: {
+      if (IsTlsHandshakeFailure(message)) {
+        // Not a server being away: this client does not trust the server
+        // (or one side does not speak TLS). Retrying cannot help.
+        return absl::StrCat("TLS handshake with the coordinator at ", context.coordinator,
+                            " failed: its certificate is not issued by --tls-ca, does not name that address, or "
+                            "one side does not use TLS (UNAUTHENTICATED)");
+      }
       std::string reason = ConnectionFailureReason(message);
       if (reason.empty()) {
         return absl::StrCat("the coordinator at ", context.coordinator, " is unavailable: ", message,

@@ -14,6 +14,9 @@
 //   DEADLINE_EXCEEDED: ringmaster: the coordinator at ADDR did not answer
 //     <Rpc> within 30s
 //   UNIMPLEMENTED: ringmaster: the coordinator at ADDR does not implement <Rpc>
+//   UNAVAILABLE because the TLS handshake failed: ringmaster: TLS handshake
+//     with the coordinator at ADDR failed: ... (UNAUTHENTICATED)
+//   UNAUTHENTICATED, PERMISSION_DENIED: ringmaster: <Rpc>: <message> (<CODE>)
 //   others: ringmaster: <Rpc>: <message> (<CODE>)
 
 #include <ostream>

@@ -8,13 +8,18 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_security.h"
 #include "common/metrics_http.h"
 #include "common/status_macros.h"
+#include "coordinator/auth.h"
+#include "coordinator/auth_processor.h"
 #include "coordinator/checkpoint_registry.h"
 #include "coordinator/checkpoint_service.h"
 #include "coordinator/coordinator_metrics.h"
@@ -39,7 +44,6 @@
 namespace ringmaster::coordinator {
 namespace {
 
-constexpr int kMaxMessageBytes = 32 << 20;  // a LogChunk of 256 lines of 64 KiB fits
 
 // "host:port" / "[v6]:port" -> host, port.
 absl::Status SplitHostPort(const std::string& address, std::string* host, int* port) {
@@ -127,12 +131,14 @@ absl::Status CoordinatorServer::Build() {
                         absl::StrCat("cannot open the database ", db, ": ", store.status().message()));
   }
   store_ = *std::move(store);
+  RETURN_IF_ERROR(BuildSecurity());
   nodes_ = std::make_unique<NodeRegistry>(
       clock_, store_.get(), NodeRegistryOptions{config_.heartbeat_interval, 3, config_.node_recovery_grace});
   RETURN_IF_ERROR(nodes_->Recover());
   checkpoints_ = std::make_unique<CheckpointRegistry>(clock_, store_.get());
   RETURN_IF_ERROR(checkpoints_->Recover());
   rendezvous_ = std::make_unique<Rendezvous>(clock_);
+  rendezvous_->SetSecrets(secrets_.get());
   registry_ = std::make_unique<MetricsRegistry>();
   ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get(), clock_));
 
@@ -199,8 +205,11 @@ absl::Status CoordinatorServer::Serve() {
   grpc::ServerBuilder builder;
   // Another server on the port must be an error, not a second listener.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  std::shared_ptr<grpc::ServerCredentials> credentials = MakeServerCredentials(tls_.get(), config_.listen);
+  credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(authenticator_.get()));
+  builder.AddListeningPort(config_.listen, credentials, &port_);
   builder.RegisterService(job_service_.get());
   builder.RegisterService(node_service_.get());
   builder.RegisterService(rendezvous_service_.get());
@@ -230,6 +239,45 @@ absl::Status CoordinatorServer::Serve() {
   if (ticker_ != nullptr) ticker_->Start();
   spdlog::info("coordinator serving on {} (port {}){}", config_.listen, port_,
                metrics_http_ ? absl::StrCat(", /metrics on ", metrics_http_->address()) : std::string());
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorServer::BuildSecurity() {
+  const std::string guide = "see docs/security.md";
+  if (!config_.tls.any() && !IsLocalListenAddress(config_.listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen ", config_.listen,
+        " is not a loopback address: serving other hosts needs TLS (--tls-ca, --tls-cert, --tls-key), a "
+        "--token-file and a --join-token-file; ", guide));
+  }
+  AuthPolicy policy;
+  if (config_.tls.any()) {
+    if (config_.token_file.empty() || config_.join_token_file.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("with TLS, --token-file and --join-token-file are required; ", guide));
+    }
+    ASSIGN_OR_RETURN(TlsMaterial tls, LoadTlsMaterial(config_.tls, /*require_identity=*/true));
+    tls_ = std::make_unique<TlsMaterial>(std::move(tls));
+    policy.client_ca_pem = tls_->ca_pem;
+  }
+  if (!config_.token_file.empty()) {
+    RETURN_IF_ERROR(CheckPrivateFile(config_.token_file, "--token-file"));
+    std::ifstream in(config_.token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSIGN_OR_RETURN(policy.users, TokenTable::Parse(text.str(), config_.token_file));
+  }
+  if (!config_.join_token_file.empty()) {
+    ASSIGN_OR_RETURN(std::string join_token, ReadSecretFile(config_.join_token_file, "--join-token-file"));
+    policy.join_token_sha256 = Sha256Hex(join_token);
+  }
+  spdlog::info("security: {}; {}; {}", tls_ ? "TLS, workers' client certificates verified per call"
+                                            : "no TLS (loopback only)",
+               policy.users ? absl::StrCat(policy.users->size(), " user token(s)") : std::string("users not authenticated"),
+               policy.join_token_sha256.empty() ? "no join token" : "join token required");
+  if (!policy.users) spdlog::warn("no --token-file: any local process may submit and cancel jobs");
+  authenticator_ = std::make_unique<Authenticator>(std::move(policy), clock_);
+  ASSIGN_OR_RETURN(secrets_, RendezvousSecrets::LoadOrCreate(config_.state_dir + "/rendezvous.key"));
   return absl::OkStatus();
 }
 

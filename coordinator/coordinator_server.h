@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/tls.h"
 
 namespace grpc {
 class Server;
@@ -49,7 +50,9 @@ class LogStore;
 class NodeRegistry;
 class NodeService;
 class NodeSessions;
+class Authenticator;
 class Rendezvous;
+class RendezvousSecrets;
 class RendezvousService;
 class RpcMetricsInterceptorFactory;
 class Store;
@@ -79,6 +82,14 @@ struct CoordinatorConfig {
   absl::Duration log_follow_linger = absl::Seconds(2);
   size_t worker_threads = 4;           // executor of the stream reactors
   size_t max_rendezvous_waits = 4096;  // GetNcclUniqueId/KvWait calls blocked at once
+
+  // Security (docs/security.md, coordinator/auth.h). With TLS (all three
+  // files) a token file and a join token file are required; without TLS
+  // the listen address must be loopback (or unix:), and the two files are
+  // optional (absent: users / workers are not authenticated).
+  TlsFiles tls;
+  std::string token_file;       // users' bearer tokens (TokenTable format)
+  std::string join_token_file;  // the workers' join token (first line)
 };
 
 class CoordinatorServer {
@@ -124,8 +135,15 @@ class CoordinatorServer {
   std::mutex shutdown_mu_;
   bool shut_down_ = false;
 
+  // Loads the TLS material, tokens and rendezvous key; refuses an
+  // insecure non-loopback listen address.
+  absl::Status BuildSecurity();
+
   // In construction order; destroyed in reverse.
   std::unique_ptr<Store> store_;
+  std::unique_ptr<TlsMaterial> tls_;  // null: no TLS
+  std::unique_ptr<Authenticator> authenticator_;
+  std::unique_ptr<RendezvousSecrets> secrets_;
   std::unique_ptr<NodeRegistry> nodes_;
   std::unique_ptr<CheckpointRegistry> checkpoints_;
   std::unique_ptr<Rendezvous> rendezvous_;

@@ -113,6 +113,7 @@ absl::StatusOr<v1::Job> JobController::Submit(v1::JobSpec spec, const SubmitOpti
   std::lock_guard<std::mutex> lock(mu_);
   JobRecord record;
   record.user = options.user;
+  record.job.set_owner(options.user);
   record.request_id = options.request_id;
   record.job.set_state(v1::JOB_STATE_QUEUED);
   *record.job.mutable_spec() = std::move(spec);

@@ -91,6 +91,7 @@ struct StartOrder {
   std::optional<v1::CheckpointInfo> resume_from;  // latest complete checkpoint
   std::string checkpoint_dir;
   absl::Time rendezvous_deadline;
+  std::string rendezvous_secret;  // the generation's (Rendezvous::Secret); never logged
 };
 
 // Stop a generation's ranks on one node (NodeService StopRanks).

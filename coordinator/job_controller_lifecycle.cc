@@ -158,6 +158,7 @@ std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry,
                              ? job.spec().checkpoint().directory()
                              : absl::StrCat(options_.checkpoint_root, "/", job.id());
   order.rendezvous_deadline = entry.rendezvous_deadline;
+  order.rendezvous_secret = rendezvous_->Secret(job.id(), job.generation());
   return order;
 }
 

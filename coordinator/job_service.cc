@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "coordinator/auth_processor.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/watch_job_reactor.h"
 
@@ -38,6 +39,7 @@ grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* contex
   SubmitOptions options;
   options.request_id = request->request_id();
   options.validate_only = request->validate_only();
+  options.user = CallerOf(*context).user;  // the job's owner
   absl::StatusOr<v1::Job> job = controller_->Submit(request->spec(), options);
   if (!job.ok()) return Reply(context, job.status());
   *response->mutable_job() = *std::move(job);
@@ -76,6 +78,11 @@ grpc::ServerUnaryReactor* JobService::ListJobs(grpc::CallbackServerContext* cont
 grpc::ServerUnaryReactor* JobService::CancelJob(grpc::CallbackServerContext* context,
                                                 const v1::CancelJobRequest* request, v1::CancelJobResponse* response) {
   if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
+  absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());  // the owner never changes
+  if (!job.ok()) return Reply(context, job.status());
+  if (absl::Status s = AuthorizeCancel(CallerOf(*context), job->owner(), job->id()); !s.ok()) {
+    return Reply(context, s);
+  }
   absl::StatusOr<CancelResult> result = controller_->Cancel(request->job_id(), request->reason());
   if (!result.ok()) return Reply(context, result.status());
   *response->mutable_job() = std::move(result->job);

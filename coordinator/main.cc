@@ -4,7 +4,8 @@
 //                          [--heartbeat-interval 1s] [--rendezvous-timeout 5m]
 //                          [--stop-grace-period 30s] [--shutdown-timeout 5s] [--checkpoint-root DIR]
 //                          [--node-recovery-grace 60s]
-//                          [log flags]
+//                          [--tls-ca FILE --tls-cert FILE --tls-key FILE] [--token-file FILE]
+//                          [--join-token-file FILE] [log flags]
 //
 // Reads the flags (the only place they are read), builds the coordinator
 // (coordinator_server.h: store -> registries -> controller -> services ->
@@ -137,6 +138,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--checkpoint-root", flags.config.checkpoint_root,
                  "Checkpoints of jobs that name no directory (default: <state-dir>/checkpoints)");
+  // Security (docs/security.md): without TLS, --listen must be loopback.
+  app.add_option("--tls-ca", flags.config.tls.ca_file, "CA bundle (PEM) that workers' client certificates chain to");
+  app.add_option("--tls-cert", flags.config.tls.cert_file, "The coordinator's server certificate (PEM)");
+  app.add_option("--tls-key", flags.config.tls.key_file, "Its private key (PEM, mode 0600)");
+  app.add_option("--token-file", flags.config.token_file,
+                 "Users' bearer tokens, one \"<token or sha256:HEX> <user> [admin]\" per line (mode 0600)");
+  app.add_option("--join-token-file", flags.config.join_token_file,
+                 "The token workers must present to join (first line; mode 0600)");
   CLI11_PARSE(app, argc, argv);
   if (absl::Status s = ringmaster::SetupLoggingFromFlags(flags.common, "coordinator"); !s.ok()) {
     fmt::print(stderr, "ringmaster-coordinator: {}\n", std::string(s.message()));

@@ -14,6 +14,7 @@ v1::StartRanks StartRanksProto(const StartOrder& order) {
   if (order.resume_from.has_value()) *out.mutable_resume_from() = *order.resume_from;
   out.set_checkpoint_dir(order.checkpoint_dir);
   *out.mutable_rendezvous_deadline() = ToProtoTime(order.rendezvous_deadline);
+  out.set_rendezvous_secret(order.rendezvous_secret);
   return out;
 }
 

@@ -32,6 +32,15 @@ std::string MissingRanks(int32_t world_size, const std::set<int32_t>& joined) {
 
 Rendezvous::Rendezvous(const Clock* clock, RendezvousOptions options) : clock_(clock), options_(options) {}
 
+std::string Rendezvous::Secret(const std::string& job_id, int64_t generation) const {
+  return secrets_ == nullptr ? std::string() : secrets_->For(job_id, generation);
+}
+
+absl::Status Rendezvous::CheckSecret(const RendezvousScope& scope) const {
+  if (secrets_ == nullptr) return absl::OkStatus();
+  return secrets_->Check(scope.job_id, scope.generation, scope.secret);
+}
+
 void Rendezvous::BeginGeneration(const std::string& job_id, int64_t generation, int32_t world_size,
                                  absl::Time deadline, bool already_complete) {
   std::lock_guard<std::mutex> lock(mu_);

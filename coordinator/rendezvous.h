@@ -48,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/rendezvous_secrets.h"
 
 namespace ringmaster::coordinator {
 
@@ -55,6 +56,7 @@ struct RendezvousScope {
   std::string job_id;
   int64_t generation = 0;
   int32_t rank = 0;  // global rank of the caller
+  std::string secret;  // the generation's rendezvous secret, as presented
 };
 
 struct RendezvousOptions {
@@ -79,6 +81,16 @@ class Rendezvous {
   explicit Rendezvous(const Clock* clock, RendezvousOptions options = {});
   // Set once, before the first call; may be null (no reports).
   void SetListener(RendezvousListener* listener) { listener_ = listener; }
+  // Set once, before the first call; null (the default): no secrets, every
+  // caller is let in (unit tests of the rendezvous logic).
+  void SetSecrets(const RendezvousSecrets* secrets) { secrets_ = secrets; }
+
+  // The generation's secret for its StartRanks; empty without secrets.
+  std::string Secret(const std::string& job_id, int64_t generation) const;
+  // OK if the scope carries its generation's secret (or there are no
+  // secrets); PERMISSION_DENIED otherwise. The RendezvousService checks it
+  // before any rank-side call.
+  absl::Status CheckSecret(const RendezvousScope& scope) const;
 
   // ---- the JobController's side (never calls the listener) ----
 
@@ -169,6 +181,7 @@ class Rendezvous {
   const Clock* clock_;
   const RendezvousOptions options_;
   RendezvousListener* listener_ = nullptr;
+  const RendezvousSecrets* secrets_ = nullptr;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

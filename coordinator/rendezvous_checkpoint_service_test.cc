@@ -31,6 +31,7 @@ class RendezvousServiceTest : public CoordinatorFixture {
     scope.set_job_id(job_id_);
     scope.set_generation(generation);
     scope.set_rank(rank);
+    scope.set_secret(server_->rendezvous().Secret(job_id_, generation));
     return scope;
   }
   grpc::Status Set(int64_t generation, const std::string& key, const std::string& value) {
@@ -91,6 +92,33 @@ TEST_F(RendezvousServiceTest, KeyValueSetGetWaitAdd) {
   ASSERT_EQ(waited.values_size(), 2);
   EXPECT_EQ(waited.values(0), "addr0");
   EXPECT_EQ(waited.values(1), "5");
+}
+
+TEST_F(RendezvousServiceTest, OnlyCallersWithTheGenerationsSecretGetAnswers) {
+  // The secret came with the assignment, and it is this generation's.
+  ASSERT_EQ(start_.rendezvous_secret().size(), 64u);
+  EXPECT_EQ(start_.rendezvous_secret(), server_->rendezvous().Secret(job_id_, 1));
+  ASSERT_TRUE(Set(1, "store/rank0", "addr0").ok());
+
+  v1::KvGetRequest get;
+  *get.mutable_scope() = Scope(1, 1);
+  get.set_key("store/rank0");
+  for (const std::string& secret : {std::string(), std::string(64, '0'), server_->rendezvous().Secret(job_id_, 2)}) {
+    get.mutable_scope()->set_secret(secret);
+    v1::KvGetResponse got;
+    grpc::Status status = rendezvous_->KvGet(Context().get(), get, &got);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+    EXPECT_FALSE(got.found());
+    EXPECT_EQ(got.value(), "");
+  }
+  v1::GetNcclUniqueIdRequest nccl;
+  *nccl.mutable_scope() = Scope(1, 1);
+  nccl.mutable_scope()->clear_secret();
+  nccl.set_communicator("world");
+  v1::GetNcclUniqueIdResponse id;
+  EXPECT_EQ(rendezvous_->GetNcclUniqueId(Context().get(), nccl, &id).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(server_->rendezvous().Waiters(), 0) << "refused before waiting";
 }
 
 TEST_F(RendezvousServiceTest, FencingRejectsOtherGenerations) {

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "coordinator/grpc_status.h"
 #include "common/proto_time.h"
+#include "common/status_macros.h"
 
 namespace ringmaster::coordinator {
 namespace {
@@ -19,12 +20,15 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl
   return reactor;
 }
 
-absl::StatusOr<RendezvousScope> Scope(const v1::RendezvousScope& scope) {
+// The caller's scope, once it has shown its generation's secret.
+absl::StatusOr<RendezvousScope> Scope(const Rendezvous& rendezvous, const v1::RendezvousScope& scope) {
   if (scope.job_id().empty()) return absl::InvalidArgumentError("scope.job_id: must not be empty");
   if (scope.generation() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("scope.generation: must be >= 1, got ", scope.generation()));
   }
-  return RendezvousScope{scope.job_id(), scope.generation(), scope.rank()};
+  RendezvousScope out{scope.job_id(), scope.generation(), scope.rank(), scope.secret()};
+  RETURN_IF_ERROR(rendezvous.CheckSecret(out));
+  return out;
 }
 
 // The earliest of the request's timeout (zero: none) and the call's deadline;
@@ -60,7 +64,7 @@ RendezvousService::RendezvousService(Rendezvous* rendezvous, Executor* waits)
 grpc::ServerUnaryReactor* RendezvousService::PublishNcclUniqueId(grpc::CallbackServerContext* context,
                                                                  const v1::PublishNcclUniqueIdRequest* request,
                                                                  v1::PublishNcclUniqueIdResponse*) {
-  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   return Reply(context, rendezvous_->PublishNcclUniqueId(*scope, request->communicator(), request->unique_id()));
 }
@@ -68,7 +72,7 @@ grpc::ServerUnaryReactor* RendezvousService::PublishNcclUniqueId(grpc::CallbackS
 grpc::ServerUnaryReactor* RendezvousService::GetNcclUniqueId(grpc::CallbackServerContext* context,
                                                              const v1::GetNcclUniqueIdRequest* request,
                                                              v1::GetNcclUniqueIdResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   const absl::Duration timeout = WaitTimeout(context, request->timeout());
   return Blocking(context, waits_,
@@ -82,14 +86,14 @@ grpc::ServerUnaryReactor* RendezvousService::GetNcclUniqueId(grpc::CallbackServe
 
 grpc::ServerUnaryReactor* RendezvousService::KvSet(grpc::CallbackServerContext* context,
                                                    const v1::KvSetRequest* request, v1::KvSetResponse*) {
-  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   return Reply(context, rendezvous_->KvSet(*scope, request->key(), request->value()));
 }
 
 grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* context,
                                                    const v1::KvGetRequest* request, v1::KvGetResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   absl::StatusOr<std::optional<std::string>> value = rendezvous_->KvGet(*scope, request->key());
   if (!value.ok()) return Reply(context, value.status());
@@ -100,7 +104,7 @@ grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext* context,
                                                     const v1::KvWaitRequest* request, v1::KvWaitResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   const absl::Duration timeout = WaitTimeout(context, request->timeout());
   std::vector<std::string> keys(request->keys().begin(), request->keys().end());
@@ -114,7 +118,7 @@ grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext*
 
 grpc::ServerUnaryReactor* RendezvousService::KvAdd(grpc::CallbackServerContext* context,
                                                    const v1::KvAddRequest* request, v1::KvAddResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   absl::StatusOr<int64_t> value = rendezvous_->KvAdd(*scope, request->key(), request->delta());
   if (!value.ok()) return Reply(context, value.status());

@@ -4,7 +4,9 @@
 // RendezvousService: the gRPC adapter of ringmaster.v1.RendezvousService
 // over the Rendezvous (how a generation's ranks find each other). Owns no
 // state; fencing errors (FAILED_PRECONDITION) and the rest pass through with
-// their codes.
+// their codes. Every call must carry its generation's rendezvous secret in
+// its scope (Rendezvous::CheckSecret): without it, PERMISSION_DENIED before
+// anything else is checked or revealed.
 //
 //   PublishNcclUniqueId, KvSet, KvGet, KvAdd: unary, answered inline (a map
 //     update under the Rendezvous lock).

@@ -22,6 +22,7 @@ absl::StatusOr<JobRecord> ReadJobRow(const SqliteStatement& stmt) {
   r.job.set_id(stmt.ColumnText(1));
   r.request_id = stmt.ColumnIsNull(2) ? "" : stmt.ColumnText(2);
   r.user = stmt.ColumnText(3);
+  r.job.set_owner(r.user);
   if (!r.job.mutable_spec()->ParseFromString(stmt.ColumnBlob(4))) {
     return absl::DataLossError(absl::StrCat("store: job ", r.job.id(), ": unreadable spec"));
   }

@@ -15,7 +15,7 @@ now() { date +%s.%N; }
 # cluster_lib's, on the bridge's address, with 1 s heartbeats (a 3 s lease:
 # a 1 s partition plus TCP's retransmission back-off stays inside it).
 start_coordinator() {
-  "$coordinator" --listen "$addr" --state-dir "$state/coordinator" --metrics-listen "" \
+  "$coordinator" --listen "$addr" --state-dir "$state/coordinator" --metrics-listen "" "${coordinator_tls[@]}" \
     --heartbeat-interval 1s --stop-grace-period 3s --checkpoint-root "$state/checkpoints" \
     >>"$state/coordinator.log" 2>&1 &
   coordinator_pid=$!
@@ -27,7 +27,7 @@ start_node_worker() {
   local n=$1
   nsenter -t "${holder_pids[$n]}" -n -- "$worker" --coordinator "$addr" --cpu-slots 1 \
     --state-dir "$state/w$n" --trainer "$trainer" --listen-address "10.231.0.1$n" --node-name "node$n" \
-    --metrics-listen "" --stop-grace-period 3 --state-dump-wait 1 \
+    --metrics-listen "" "${worker_tls[@]}" --stop-grace-period 3 --state-dump-wait 1 \
     --reconnect-initial-backoff 0.2 --reconnect-max-backoff 1 >>"$state/worker$n.log" 2>&1 &
   worker_pids[$n]=$!
   pids+=($!)
@@ -38,6 +38,16 @@ start_cluster() {
   cluster_init "$1" "$2" "$3" "$4"
   addr=10.231.0.1:7700
   local nodes=$5 n
+  # Not loopback: the coordinator needs TLS, a token file and a join token
+  # (docs/security.md); the CLI reads RINGMASTER_TLS_CA / RINGMASTER_TOKEN_FILE.
+  "$(dirname "${BASH_SOURCE[0]}")/../scripts/dev-ca.sh" "$state/pki" 10.231.0.1 >/dev/null || fail "dev-ca.sh failed"
+  (umask 077 && openssl rand -hex 24 >"$state/pki/token" && openssl rand -hex 24 >"$state/pki/join-token" &&
+    echo "$(cat "$state/pki/token") tester admin" >"$state/pki/tokens") || fail "cannot write the test tokens"
+  export RINGMASTER_TLS_CA=$state/pki/ca.crt RINGMASTER_TOKEN_FILE=$state/pki/token
+  coordinator_tls=(--tls-ca "$state/pki/ca.crt" --tls-cert "$state/pki/coordinator.crt"
+    --tls-key "$state/pki/coordinator.key" --token-file "$state/pki/tokens" --join-token-file "$state/pki/join-token")
+  worker_tls=(--tls-ca "$state/pki/ca.crt" --tls-cert "$state/pki/worker.crt" --tls-key "$state/pki/worker.key"
+    --join-token-file "$state/pki/join-token")
   ip link set lo up && ip link add br0 type bridge && ip addr add 10.231.0.1/24 dev br0 && ip link set br0 up ||
     fail "cannot build the test network (ip link add br0 type bridge)"
   for n in $(seq "$nodes"); do

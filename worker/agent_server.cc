@@ -261,7 +261,10 @@ absl::Status AgentServer::Start() {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) return absl::UnavailableError(absl::StrCat("agent server: cannot listen on ", target()));
   if (chmod(path.c_str(), 0600) != 0) {
-    spdlog::warn("cannot restrict {} to its owner: {}", path, std::strerror(errno));
+    const int error = errno;
+    Stop();
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot restrict ", path, " to its owner (chmod 600): ", std::strerror(error)));
   }
   spdlog::info("serving trainers on {}", target());
   return absl::OkStatus();

@@ -2,7 +2,9 @@
 #define RINGMASTER_WORKER_AGENT_SERVER_H_
 
 // AgentServer: the gRPC server the node's trainers talk to, on a Unix-domain
-// socket (unix:<state-dir>/agent.sock, mode 0600). An adapter:
+// socket (unix:<state-dir>/agent.sock, mode 0600, in the worker's state
+// directory, which main() makes 0700; Start fails if it cannot restrict the
+// socket). An adapter:
 //   - AgentService.ReportMetrics: a running rank's step metrics go to the
 //     WorkerMetrics and, as RankProgress, to `on_progress` (the session relays
 //     them). A rank whose generation is over gets stop=true.

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
 #include "worker/grpc_status.h"
+#include "common/grpc_security.h"
 #include "common/proto_time.h"
 
 namespace ringmaster::worker {
@@ -60,7 +61,8 @@ v1::RunningRank ToRunningRank(const RunningRankInfo& r) {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff) {
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff,
+                                                  const TlsMaterial* tls, const std::string& join_token) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
@@ -69,7 +71,9 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, co
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial_ms);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial_ms);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(backoff.max)));
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  Headers headers;
+  if (!join_token.empty()) headers.emplace_back(kJoinTokenHeader, join_token);
+  return MakeChannel(address, MakeChannelCredentials(tls), args, std::move(headers));
 }
 
 CoordinatorSession::CoordinatorSession(std::shared_ptr<grpc::Channel> channel, RankLauncher* launcher,
@@ -223,6 +227,11 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
   {
     std::lock_guard<std::mutex> lock(mu_);
     active_call_ = nullptr;
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && IsTlsHandshakeFailure(status.error_message())) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "TLS handshake with the coordinator failed (is its certificate issued by --tls-ca and does it name the "
+        "--coordinator address?): ", status.error_message()));
   }
   if (!status.ok()) return ToAbslStatus(status);
   SetNodeId(response.node_id());

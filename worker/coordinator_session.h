@@ -36,6 +36,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/node_service.grpc.pb.h"
 #include "worker/backoff.h"
@@ -63,7 +64,13 @@ struct CoordinatorSessionOptions {
 // A channel to the coordinator at `address` whose own reconnection follows
 // `backoff` (gRPC's default waits up to 120 s), with keepalive pings so that a
 // dead coordinator or network is noticed within ~20 s even when idle.
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff);
+// `tls` (null: plaintext, for a loopback coordinator) verifies the
+// coordinator against its CA and presents the worker's client certificate;
+// a non-empty `join_token` goes with every call (docs/security.md). The
+// session, the log pusher and the rendezvous/checkpoint forwarding share it.
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff,
+                                                  const TlsMaterial* tls = nullptr,
+                                                  const std::string& join_token = "");
 
 class CoordinatorSession {
  public:

@@ -7,11 +7,15 @@
 //                     [--listen-address HOST] [--metrics-listen HOST:PORT]
 //                     [--trainer PATH] [--heartbeat-interval SECONDS]
 //                     [--stop-grace-period SECONDS] [--label KEY=VALUE ...]
+//                     [--tls-ca FILE --tls-cert FILE --tls-key FILE] [--join-token-file FILE]
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -20,13 +24,16 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/cli_flags.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/grpc_security.h"
 #include "common/signals.h"
+#include "common/tls.h"
 #include "engine/gpu/gpu_info.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -60,6 +67,8 @@ struct Flags {
   double reconnect_initial = 0.5;
   double reconnect_max = 30;
   std::vector<std::string> labels;
+  TlsFiles tls;
+  std::string join_token_file;
 };
 
 SupervisorOptions SupervisorOptionsFromFlags(const Flags& flags) {
@@ -162,7 +171,33 @@ int Run(const Flags& flags) {
   const std::string state_dir = std::filesystem::absolute(flags.state_dir, ec).lexically_normal().string();
   std::filesystem::create_directories(state_dir, ec);
   if (ec) return Fail(absl::StrCat("cannot create --state-dir ", state_dir, ": ", ec.message()));
+  // The trainers' socket lives here: only this user may reach it.
+  if (chmod(state_dir.c_str(), 0700) != 0) {
+    return Fail(absl::StrCat("cannot restrict --state-dir ", state_dir, " to its owner (chmod 700): ",
+                             std::strerror(errno)));
+  }
   if (absl::Status s = LockStateDir(state_dir); !s.ok()) return Fail(std::string(s.message()));
+  std::unique_ptr<TlsMaterial> tls;
+  if (flags.tls.any()) {
+    absl::StatusOr<TlsMaterial> loaded = LoadTlsMaterial(flags.tls, /*require_identity=*/true);
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    tls = std::make_unique<TlsMaterial>(*std::move(loaded));
+  } else {
+    std::string host;
+    int port;
+    if (SplitHostPort(flags.coordinator, &host, &port).ok() && !absl::StartsWith(flags.coordinator, "unix:") &&
+        !IsLoopbackHost(host)) {
+      return Fail(absl::StrCat("--coordinator ", flags.coordinator,
+                               " is not a loopback address: use TLS (--tls-ca, --tls-cert, --tls-key; see "
+                               "docs/security.md)"));
+    }
+  }
+  std::string join_token;
+  if (!flags.join_token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadSecretFile(flags.join_token_file, "--join-token-file");
+    if (!token.ok()) return Fail(std::string(token.status().message()));
+    join_token = *std::move(token);
+  }
   const char* path_env = std::getenv("PATH");
   absl::StatusOr<std::string> trainer = FindTrainer(flags.trainer, SelfExe(), path_env ? path_env : "");
   if (!trainer.ok()) return Fail(std::string(trainer.status().message()));
@@ -195,7 +230,7 @@ int Run(const Flags& flags) {
   BackoffOptions backoff;
   backoff.initial = absl::Seconds(flags.reconnect_initial);
   backoff.max = absl::Seconds(flags.reconnect_max);
-  std::shared_ptr<grpc::Channel> channel = CoordinatorChannel(flags.coordinator, backoff);
+  std::shared_ptr<grpc::Channel> channel = CoordinatorChannel(flags.coordinator, backoff, tls.get(), join_token);
   const std::string socket = AgentSocketPath(state_dir);
 
   RealProcessControl control;
@@ -292,6 +327,12 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--label", flags.labels, "Node label KEY=VALUE for node selectors (repeatable)");
+  // Security (docs/security.md): without TLS, --coordinator must be loopback.
+  app.add_option("--tls-ca", flags.tls.ca_file, "CA bundle (PEM) the coordinator's certificate must chain to");
+  app.add_option("--tls-cert", flags.tls.cert_file, "This worker's client certificate (PEM)");
+  app.add_option("--tls-key", flags.tls.key_file, "Its private key (PEM, mode 0600)");
+  app.add_option("--join-token-file", flags.join_token_file,
+                 "File holding the coordinator's join token (first line; mode 0600)");
   CLI11_PARSE(app, argc, argv);
   if (absl::Status s = ringmaster::SetupLoggingFromFlags(flags.common, "worker"); !s.ok()) {
     fmt::print(stderr, "ringmaster-worker: {}\n", std::string(s.message()));

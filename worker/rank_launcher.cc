@@ -86,6 +86,8 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   common["RINGMASTER_RENDEZVOUS"] = "grpc:unix:" + socket;
   common["RINGMASTER_RENDEZVOUS_PREFIX"] = absl::StrCat(order.job_id(), "/", order.generation());
   common["RINGMASTER_AGENT"] = "unix:" + socket;
+  // After the spec's env: a job cannot replace it. Never logged.
+  if (!order.rendezvous_secret().empty()) common["RINGMASTER_RENDEZVOUS_SECRET"] = order.rendezvous_secret();
   if (!options_.advertise_host.empty()) common["RINGMASTER_HOST"] = options_.advertise_host;
   if (order.has_rendezvous_deadline()) {
     common["RINGMASTER_RENDEZVOUS_DEADLINE"] = google::protobuf::util::TimeUtil::ToString(order.rendezvous_deadline());

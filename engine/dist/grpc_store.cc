@@ -72,6 +72,7 @@ void GrpcStore::FillScope(v1::RendezvousScope* scope) const {
   scope->set_job_id(options_.job_id);
   scope->set_generation(options_.generation);
   scope->set_rank(options_.rank);
+  scope->set_secret(options_.secret);
 }
 
 namespace {

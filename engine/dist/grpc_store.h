@@ -58,6 +58,10 @@ struct GrpcStoreOptions {
   std::string job_id;
   int64_t generation = 0;
   int32_t rank = 0;
+  // The generation's rendezvous secret (RINGMASTER_RENDEZVOUS_SECRET, from
+  // the worker), sent in every scope; the coordinator refuses calls without
+  // it (PERMISSION_DENIED). Empty: none sent.
+  std::string secret;
   // gRPC deadline of the calls that do not wait (Set, Add, Get with
   // timeout <= 0).
   absl::Duration call_timeout = absl::Seconds(30);

@@ -37,7 +37,8 @@ absl::StatusOr<int64_t> EnvInt64(const char* name, int64_t fallback) {
 
 // "grpc:ADDRESS": the RendezvousService at ADDRESS (the worker's socket,
 // unix:/path/agent.sock, or host:port), scoped by RINGMASTER_JOB_ID (required)
-// and RINGMASTER_GENERATION (default 0).
+// and RINGMASTER_GENERATION (default 0), with the generation's
+// RINGMASTER_RENDEZVOUS_SECRET (set by the worker).
 absl::StatusOr<std::unique_ptr<dist::Store>> ConnectGrpcStore(const RankEnv& env) {
   dist::GrpcStoreOptions options;
   options.target = env.rendezvous.substr(5);
@@ -48,6 +49,7 @@ absl::StatusOr<std::unique_ptr<dist::Store>> ConnectGrpcStore(const RankEnv& env
   options.job_id = job;
   ASSIGN_OR_RETURN(options.generation, EnvInt64("RINGMASTER_GENERATION", 0));
   options.rank = env.rank;
+  if (const char* secret = std::getenv("RINGMASTER_RENDEZVOUS_SECRET"); secret != nullptr) options.secret = secret;
   ASSIGN_OR_RETURN(std::unique_ptr<dist::GrpcStore> store, dist::GrpcStore::Connect(options));
   return std::unique_ptr<dist::Store>(std::move(store));
 }
