@@ -171,20 +171,40 @@ void SetDeviceGrads(const TestParams& host, const DeviceParams& device, const st
   device.CopyGradsFrom(host);
 }
 
+// Host and device twins of the same parameters, an optimizer over each, and
+// a device loss scaler driving the device one (on the legacy default stream).
+struct ScaledTwins {
+  ScaledTwins(uint32_t seed, const OptimizerConfig& config, const LossScalerConfig& scaler_config)
+      : host(StandardSpecs(), seed), device(host) {
+    auto g = Optimizer::Create(config, device.list());
+    auto c = Optimizer::Create(config, host.list());
+    auto s = DeviceLossScaler::Create(scaler_config, device.list(), /*stream=*/nullptr);
+    EXPECT_TRUE(g.ok() && c.ok() && s.ok());
+    if (!g.ok() || !c.ok() || !s.ok()) return;
+    gpu = std::move(*g);
+    cpu = std::move(*c);
+    scaler = std::move(*s);
+    gpu->SetDeviceStep({nullptr, scaler->control()});
+  }
+  bool ok() const { return gpu && cpu && scaler; }
+
+  TestParams host;
+  DeviceParams device;
+  std::unique_ptr<Optimizer> gpu, cpu;
+  std::unique_ptr<DeviceLossScaler> scaler;
+};
+
 TEST(DeviceLossScalerTest, SkipsHalvesAndGrowsOnTheDevice) {
   SKIP_WITHOUT_DEVICE();
-  TestParams host(StandardSpecs(), 21);
-  DeviceParams device(host);
-  const OptimizerConfig config = Config(OptimizerKind::kAdamW, 0.0f, false, 0.01f);
-  auto gpu = Optimizer::Create(config, device.list());
-  auto cpu = Optimizer::Create(config, host.list());
-  ASSERT_TRUE(gpu.ok() && cpu.ok());
   LossScalerConfig sc;
   sc.initial_scale = 65536.0f;
   sc.growth_interval = 3;
-  auto scaler = DeviceLossScaler::Create(sc, device.list(), /*stream=*/nullptr);
-  ASSERT_TRUE(scaler.ok()) << scaler.status();
-  (*gpu)->SetDeviceStep({nullptr, (*scaler)->control()});
+  ScaledTwins t(21, Config(OptimizerKind::kAdamW, 0.0f, false, 0.01f), sc);
+  ASSERT_TRUE(t.ok());
+  TestParams& host = t.host;
+  DeviceParams& device = t.device;
+  std::unique_ptr<Optimizer>*gpu = &t.gpu, *cpu = &t.cpu;
+  std::unique_ptr<DeviceLossScaler>* scaler = &t.scaler;
   std::mt19937 rng(8);
 
   auto device_step = [&](const std::vector<std::vector<float>>& grads, int poison) {
@@ -228,17 +248,14 @@ TEST(DeviceLossScalerTest, SkipsHalvesAndGrowsOnTheDevice) {
 
 TEST(DeviceLossScalerTest, ClipsByTheGlobalNormOnTheDevice) {
   SKIP_WITHOUT_DEVICE();
-  TestParams host(StandardSpecs(), 4);
-  DeviceParams device(host);
-  const OptimizerConfig config = Config(OptimizerKind::kSgd, 0.9f, false, 0.0f);
-  auto gpu = Optimizer::Create(config, device.list());
-  auto cpu = Optimizer::Create(config, host.list());
-  ASSERT_TRUE(gpu.ok() && cpu.ok());
   LossScalerConfig sc;
   sc.enabled = false;  // bf16/fp32: never skips, still clips
-  auto scaler = DeviceLossScaler::Create(sc, device.list(), nullptr);
-  ASSERT_TRUE(scaler.ok()) << scaler.status();
-  (*gpu)->SetDeviceStep({nullptr, (*scaler)->control()});
+  ScaledTwins t(4, Config(OptimizerKind::kSgd, 0.9f, false, 0.0f), sc);
+  ASSERT_TRUE(t.ok());
+  TestParams& host = t.host;
+  DeviceParams& device = t.device;
+  std::unique_ptr<Optimizer>*gpu = &t.gpu, *cpu = &t.cpu;
+  std::unique_ptr<DeviceLossScaler>* scaler = &t.scaler;
   std::mt19937 rng(2);
   host.SetGrads(RandomGrads(host, rng, 1.0f), 1.0f);
   device.CopyGradsFrom(host);
