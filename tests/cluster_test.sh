@@ -5,43 +5,14 @@
 # rank. Everything started here is stopped and reaped at the end.
 # Usage: cluster_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
-cli=$(realpath "$1") coordinator=$(realpath "$2") worker=$(realpath "$3") trainer=$(realpath "$4") spec=$(realpath "$5")
-# Short paths: the workers' agent sockets live in their state directories.
-state=$(mktemp -d /tmp/ringmaster-cluster-XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for _ in $(seq 100); do
-    alive=0
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive -eq 0 ] && break
-    sleep 0.1
-  done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  pkill -KILL -f "$state" 2>/dev/null
-  rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$state"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+source "$(dirname "$0")/cluster_lib.sh"
+cluster_init "$1" "$2" "$3" "$4"
+spec=$(realpath "$5")
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-addr="127.0.0.1:$port"
-"$coordinator" --listen "$addr" --state-dir "$state/coordinator" --metrics-listen "" --heartbeat-interval 500ms \
-  >"$state/coordinator.log" 2>&1 &
-pids+=($!)
-for w in 1 2; do
-  "$worker" --coordinator "$addr" --cpu-slots 2 --state-dir "$state/w$w" --trainer "$trainer" \
-    --listen-address 127.0.0.1 --node-name "node$w" \
-    --metrics-listen "" >"$state/worker$w.log" 2>&1 &
-  pids+=($!)
-done
-rm_cli() { "$cli" --coordinator "$addr" "$@"; }
-for _ in $(seq 150); do
-  [ "$(rm_cli nodes 2>/dev/null | grep -c READY)" -ge 2 ] && break
-  sleep 0.2
-done
-[ "$(rm_cli nodes 2>/dev/null | grep -c READY)" -ge 2 ] || fail "the two workers did not register"
+start_coordinator
+start_worker node1 2
+start_worker node2 2
+wait_nodes_ready 2
 
 start=$(date +%s)
 out=$(timeout 600 "$cli" --coordinator "$addr" submit "$spec" --wait \
@@ -51,7 +22,7 @@ out=$(timeout 600 "$cli" --coordinator "$addr" submit "$spec" --wait \
 rc=$?
 echo "$out" | tail -5
 [ $rc -eq 0 ] || fail "submit --wait exited $rc"
-job=$(echo "$out" | grep -oE '\bj-[A-Za-z0-9-]+' | head -1)
+job=$(job_id_of "$out")
 [ -n "$job" ] || fail "no job id in: $out"
 echo "job $job finished in $(( $(date +%s) - start ))s"
 
