@@ -70,10 +70,15 @@ if ss and ds:
     for o, name in ((ss, "coordinator"), (ds, "worker")):
         p = o["spec"]["template"]["spec"]
         secrets = [v["secret"]["secretName"] for v in p["volumes"] if "secret" in v]
-        need(secrets and all(("Secret", s) in by for s in secrets), f"{name}: TLS Secret mounted and defined")
-        tls_args = [a for a in p["containers"][0]["args"] if a.startswith("--tls-")]
-        mount = next(m["mountPath"] for m in p["containers"][0]["volumeMounts"] if m["name"] == "tls")
-        need(tls_args and all(a.split("=", 1)[1].startswith(mount + "/") for a in tls_args), f"{name}: TLS flags point into the Secret's mount")
+        need(secrets and all(("Secret", s) in by for s in secrets), f"{name}: Secret mounted and defined")
+        keys = set(by[("Secret", secrets[0])].get("stringData", {})) if secrets and ("Secret", secrets[0]) in by else set()
+        file_args = [a for a in p["containers"][0]["args"] if a.startswith(("--tls-", "--token-file", "--join-token-file"))]
+        need(len([a for a in file_args if a.startswith("--tls-")]) == 3, f"{name}: --tls-ca, --tls-cert, --tls-key")
+        need(any(a.startswith("--join-token-file=") for a in file_args), f"{name}: --join-token-file")
+        mount = next(m["mountPath"] for m in p["containers"][0]["volumeMounts"] if m["name"] == "secrets")
+        for a in file_args:
+            path = a.split("=", 1)[1]
+            need(path.startswith(mount + "/") and path[len(mount) + 1:] in keys, f"{name}: {a} names a key of its Secret")
         ann = o["spec"]["template"]["metadata"]["annotations"]
         job = next(j for j in prom["scrape_configs"] if j["job_name"] == f"ringmaster-{name}")
         port = job["dns_sd_configs"][0]["port"]
@@ -84,6 +89,6 @@ if ss and ds:
         need(svc and svc["spec"].get("clusterIP") == "None" and svc["spec"]["ports"][0]["port"] == port, f"headless Service {svc_name} on port {port}")
 if errors:
     print("FAIL: " + "; ".join(errors)); sys.exit(1)
-print("ok: StatefulSet state claim, DaemonSet GPUs/hostNetwork/RWX checkpoints, TLS Secrets, scrape ports match Prometheus")
+print("ok: StatefulSet state claim, DaemonSet GPUs/hostNetwork/RWX checkpoints, Secrets behind the TLS and token flags, scrape ports match Prometheus")
 PY
 echo "PASS: deploy/kubernetes builds and passes the schema check"
