@@ -5,7 +5,9 @@
 # docs/decisions.md). Then what the manifests promise: a coordinator
 # StatefulSet with a state volume claim, a worker DaemonSet with GPUs, host
 # networking, the ReadWriteMany checkpoint volume and TLS Secrets, and scrape
-# ports that match deploy/prometheus/prometheus-kubernetes.yml.
+# ports that match deploy/prometheus/prometheus-kubernetes.yml; given the
+# binaries, that every flag the manifests pass exists.
+# Usage: kubernetes_test.sh [COORDINATOR WORKER]
 set -uo pipefail
 models=${RINGMASTER_K8S_MODELS:-/usr/local/share/ringmaster/npm/node_modules}
 skip() { echo "SKIP: $* (scripts/install-deps.sh test installs it)"; exit 0; }
@@ -91,4 +93,15 @@ if errors:
     print("FAIL: " + "; ".join(errors)); sys.exit(1)
 print("ok: StatefulSet state claim, DaemonSet GPUs/hostNetwork/RWX checkpoints, Secrets behind the TLS and token flags, scrape ports match Prometheus")
 PY
+# Every flag the containers pass is one the binary has (given the binaries).
+if [ $# -ge 2 ]; then
+  for pair in "coordinator:$1" "worker:$2"; do
+    name=${pair%%:*} bin=$(realpath "${pair#*:}")
+    known=$("$bin" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+    for flag in $(grep -oE -- '^ *- --[a-z][a-z-]*' "deploy/kubernetes/"*"$name"*.yaml | grep -oE -- '--[a-z-]+'); do
+      grep -qx -- "$flag" <<<"$known" || { echo "FAIL: the $name's manifest passes $flag, which $(basename "$bin") does not have"; exit 1; }
+    done
+  done
+  echo "ok: every flag in the manifests is one the binaries accept"
+fi
 echo "PASS: deploy/kubernetes builds and passes the schema check"

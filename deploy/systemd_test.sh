@@ -27,6 +27,14 @@ for name in coordinator worker; do
              'NoNewPrivileges=yes' 'ProtectSystem=strict' 'ProtectHome=yes' 'PrivateTmp=yes'; do
     grep -q "^$key" "$units/$unit" || fail "$unit has no $key"
   done
+  # Every flag the unit and its example environment pass is one the binary has.
+  bin=$( [ $name = coordinator ] && echo "$coordinator" || echo "$worker")
+  known=$("$bin" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+  for flag in $(sed -n '/^ExecStart=/,/[^\\]$/p' "$units/$unit" | grep -oE -- ' --[a-z][a-z-]*'; \
+                grep -E '^RINGMASTER_[A-Z_]*ARGS=' "$units/$name.env.example" | sed 's/^[^=]*=/ /' |
+                  grep -oE -- ' --[a-z][a-z-]*'); do
+    grep -qx -- "$flag" <<<"$known" || fail "$unit: $(basename "$bin") has no flag $flag"
+  done
   # Every variable ExecStart uses is set in the example environment file.
   for var in $(grep -oE '\$\{?RINGMASTER_[A-Z_]+' "$units/$unit" | tr -d '${' | sort -u); do
     grep -q "^$var=" "$units/$name.env.example" || fail "$name.env.example does not set $var"
