@@ -61,7 +61,7 @@ void SimNode::Register() {
   node->set_worker_version("bench");
   for (int i = 0; i < gpus_; ++i) {
     v1::GpuInfo* gpu = node->add_gpus();
-    gpu->set_uuid(absl::StrFormat("GPU-%s-%d", hostname_, i));
+    gpu->set_uuid(absl::StrFormat("GPU-%08x-%04x-4000-8000-000000000000", index_, i));  // real ones are 40 characters
     gpu->set_name("NVIDIA H100 80GB HBM3");
     gpu->set_memory_bytes(int64_t{80} << 30);
     gpu->set_index(i);
@@ -184,7 +184,7 @@ void SimNode::HandleLease() {
     }
     const auto [sent, recorded] = unanswered_.front();
     unanswered_.pop_front();
-    if (recorded) recorder_->OnHeartbeat(std::chrono::duration<double, std::milli>(now - sent).count());
+    if (recorded) recorder_->OnHeartbeat(sent, std::chrono::duration<double, std::milli>(now - sent).count());
     first = !got_lease_;
     got_lease_ = true;
   }

@@ -46,9 +46,9 @@ void SimRecorder::OnExitReported(SteadyTime t) {
   RecordLocked(Count::kExits, t);
 }
 
-void SimRecorder::OnHeartbeat(double ms) {
+void SimRecorder::OnHeartbeat(SteadyTime sent, double ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  heartbeat_ms_.push_back(ms);
+  heartbeats_.push_back({sent, ms});
 }
 
 void SimRecorder::OnError(const std::string& what) {
@@ -87,9 +87,9 @@ std::string SimRecorder::published_id() const {
   return published_id_;
 }
 
-std::vector<double> SimRecorder::heartbeats() const {
+std::vector<HeartbeatSample> SimRecorder::heartbeats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return heartbeat_ms_;
+  return heartbeats_;
 }
 
 int SimRecorder::errors() const {

@@ -18,6 +18,12 @@ namespace ringmaster::bench {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
+// A heartbeat's send time and its round trip to the lease grant.
+struct HeartbeatSample {
+  SteadyTime sent;
+  double ms = 0;
+};
+
 class SimRecorder {
  public:
   // Heartbeat round trips of heartbeats sent while recording.
@@ -29,7 +35,7 @@ class SimRecorder {
   // A rank's NCCL id call ended (ok: it holds the published bytes).
   void OnRankId(SteadyTime t, bool ok);
   void OnExitReported(SteadyTime t);
-  void OnHeartbeat(double ms);
+  void OnHeartbeat(SteadyTime sent, double ms);
   void OnError(const std::string& what);      // kept (first few) and counted
   void OnStop();
 
@@ -44,7 +50,7 @@ class SimRecorder {
   std::string published_id() const;
 
   SteadyTime last(Count what) const;  // time of the last event of that kind
-  std::vector<double> heartbeats() const;
+  std::vector<HeartbeatSample> heartbeats() const;
   int errors() const;
   std::vector<std::string> first_errors() const;
   int stops() const;
@@ -60,7 +66,7 @@ class SimRecorder {
   int counts_[kCounts] = {};
   SteadyTime lasts_[kCounts] = {};
   int rank_id_failures_ = 0, stops_ = 0, errors_ = 0;
-  std::vector<double> heartbeat_ms_;
+  std::vector<HeartbeatSample> heartbeats_;
   std::vector<std::string> first_errors_;
   std::string published_id_;
 };
