@@ -270,8 +270,10 @@ absl::StatusOr<int64_t> Rendezvous::KvAdd(const RendezvousScope& scope, const st
       int64_t current = 0;
       if (!value.empty() && !absl::SimpleAtoi(value, &current)) {
         result = absl::FailedPreconditionError(absl::StrCat("key ", key, " holds a value that is not an integer"));
+      } else if (__builtin_add_overflow(current, delta, &current)) {  // found by fuzz/rendezvous_service_fuzzer
+        result = absl::OutOfRangeError(
+            absl::StrCat("key ", key, ": adding ", delta, " to ", value, " overflows a 64-bit integer"));
       } else {
-        current += delta;
         value = absl::StrCat(current);
         result = current;
         cv_.notify_all();

@@ -220,6 +220,11 @@ TEST_F(RendezvousTest, KeyValueStoreForGloo) {
   EXPECT_EQ(*rdv_.KvAdd(Scope(1), "counter", 1), 2);
   EXPECT_EQ(*rdv_.KvAdd(Scope(2), "counter", -5), -3);
   EXPECT_EQ(rdv_.KvAdd(Scope(0), "k", 1).status().code(), absl::StatusCode::kFailedPrecondition);
+  // A sum past int64 is refused and the value kept (was undefined behaviour).
+  EXPECT_EQ(*rdv_.KvAdd(Scope(0), "big", INT64_MAX), INT64_MAX);
+  EXPECT_EQ(rdv_.KvAdd(Scope(1), "big", 1).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(*rdv_.KvAdd(Scope(2), "big", INT64_MIN), -1);
+  EXPECT_EQ(rdv_.KvAdd(Scope(0), "big", INT64_MIN).status().code(), absl::StatusCode::kOutOfRange);
 
   // KvWait returns once every key is set, values in request order.
   auto wait = std::async(std::launch::async,

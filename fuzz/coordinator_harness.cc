@@ -1,0 +1,163 @@
+#include "fuzz/coordinator_harness.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "coordinator/job_controller.h"
+#include "coordinator/node_registry.h"
+#include "fuzz/fuzz_check.h"
+#include "proto/job_service.grpc.pb.h"
+#include "proto/node_service.grpc.pb.h"
+#include "google/protobuf/stubs/logging.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::fuzz {
+namespace {
+
+std::string MakeStateDir() {
+  for (const char* base : {"/dev/shm", "/tmp"}) {
+    std::string pattern = absl::StrCat(base, "/rm-fuzz-XXXXXX");
+    if (::mkdtemp(pattern.data()) != nullptr) return pattern;
+  }
+  FUZZ_CHECK(false, "cannot create a state directory in /dev/shm or /tmp");
+  return "";
+}
+
+bool Terminal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
+}
+
+}  // namespace
+
+std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return context;
+}
+
+void CheckStatus(const grpc::Status& status, const char* rpc, const google::protobuf::Message& request) {
+  const grpc::StatusCode code = status.error_code();
+  if (code != grpc::StatusCode::OK) {
+    std::unique_ptr<google::protobuf::Message> parsed(request.New());
+    if (!parsed->ParseFromString(request.SerializeAsString())) return;  // gRPC refused it
+  }
+  FUZZ_CHECK(code != grpc::StatusCode::UNKNOWN && code != grpc::StatusCode::INTERNAL &&
+                 code != grpc::StatusCode::UNIMPLEMENTED && code != grpc::StatusCode::DATA_LOSS,
+             rpc, " ended with code ", static_cast<int>(code), ": ", status.error_message());
+}
+
+CoordinatorHarness& CoordinatorHarness::Get() {
+  static CoordinatorHarness* const harness = [] {
+    spdlog::set_level(spdlog::level::warn);  // not a line per request on long runs
+    google::protobuf::SetLogHandler(nullptr);  // nor protobuf's complaints about fuzzed strings
+    auto* h = new CoordinatorHarness();
+    h->StartServer();
+    return h;
+  }();
+  return *harness;
+}
+
+v1::JobSpec CoordinatorHarness::ValidSpec() {
+  v1::JobSpec spec;
+  spec.set_name("fuzz-job");
+  spec.mutable_model()->mutable_mlp();
+  spec.mutable_data()->set_dataset(v1::DataSpec::SYNTHETIC);
+  spec.mutable_training()->set_steps(10);
+  spec.mutable_resources()->set_nodes(1);
+  spec.mutable_resources()->set_ranks_per_node(2);
+  spec.mutable_resources()->set_device(v1::ResourceSpec::CPU);
+  return spec;
+}
+
+void CoordinatorHarness::StartServer() {
+  if (server_ != nullptr) {
+    server_->Shutdown();
+    server_.reset();
+    channel_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(state_dir_, ec);
+  }
+  state_dir_ = MakeStateDir();
+  checkpoint_root_ = state_dir_ + "/checkpoints";
+  coordinator::CoordinatorConfig config;
+  config.listen = "127.0.0.1:0";
+  config.state_dir = state_dir_;
+  config.metrics_listen = "";
+  config.tick_interval = absl::ZeroDuration();
+  config.shutdown_timeout = absl::Seconds(1);
+  config.log_follow_linger = absl::ZeroDuration();
+  config.max_rendezvous_waits = 64;
+  absl::StatusOr<std::unique_ptr<coordinator::CoordinatorServer>> server =
+      coordinator::CoordinatorServer::Start(config, &clock_);
+  FUZZ_CHECK(server.ok(), "cannot start the coordinator: ", server.status().ToString());
+  server_ = *std::move(server);
+  channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials());
+  node_id_.clear();
+  job_id_.clear();
+  generation_ = 0;
+  inputs_ = 0;
+}
+
+void CoordinatorHarness::RegisterNode() {
+  v1::RegisterNodeRequest request;
+  v1::NodeInfo* node = request.mutable_node();
+  node->set_node_id(node_id_);
+  node->set_hostname("fuzz-node");
+  node->set_address("127.0.0.1:29500");
+  node->set_cpu_slots(2);
+  node->set_worker_version("fuzz");
+  v1::RegisterNodeResponse response;
+  const grpc::Status status =
+      v1::NodeService::NewStub(channel_)->Register(Context().get(), request, &response);
+  FUZZ_CHECK(status.ok(), "the harness cannot register its node: ", status.error_message());
+  node_id_ = response.node_id();
+  session_id_ = response.session_id();
+}
+
+void CoordinatorHarness::SubmitJob() {
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = ValidSpec();
+  v1::SubmitJobResponse response;
+  const grpc::Status status = v1::JobService::NewStub(channel_)->Submit(Context().get(), request, &response);
+  FUZZ_CHECK(status.ok(), "the harness cannot submit its job: ", status.error_message());
+  job_id_ = response.job().id();
+}
+
+void CoordinatorHarness::BeginInput() {
+  if (++inputs_ > kInputsPerServer) StartServer();
+  if (node_id_.empty() || !server_->nodes().CheckSession(node_id_, session_id_).ok()) RegisterNode();
+  absl::StatusOr<v1::Job> job = job_id_.empty() ? absl::NotFoundError("none") : server_->controller().GetJob(job_id_);
+  if (!job.ok() || Terminal(job->state())) SubmitJob();
+  server_->Tick();  // places a queued job
+  job = server_->controller().GetJob(job_id_);
+  FUZZ_CHECK(job.ok(), "the harness lost its job: ", job.status().ToString());
+  generation_ = job->generation();
+}
+
+void CoordinatorHarness::MaybeAdvance(uint8_t fixups) {
+  if ((fixups & kAdvanceClock) == 0) return;
+  clock_.Advance(absl::Seconds((fixups & 0x70) >> 4));
+  server_->Tick();
+}
+
+std::string CoordinatorHarness::JobId(uint8_t fixups, const std::string& fuzzed) const {
+  return (fixups & kFixJobId) != 0 ? job_id_ : fuzzed;
+}
+
+int64_t CoordinatorHarness::Generation(uint8_t fixups, int64_t fuzzed) const {
+  return (fixups & kFixGeneration) != 0 ? generation_ : fuzzed;
+}
+
+std::string CoordinatorHarness::NodeId(uint8_t fixups, const std::string& fuzzed) const {
+  return (fixups & kFixNode) != 0 ? node_id_ : fuzzed;
+}
+
+int64_t CoordinatorHarness::SessionId(uint8_t fixups, int64_t fuzzed) const {
+  return (fixups & kFixNode) != 0 ? session_id_ : fuzzed;
+}
+
+}  // namespace ringmaster::fuzz
