@@ -50,6 +50,7 @@
 #include "common/clock.h"
 #include "coordinator/checkpoint_registry.h"
 #include "coordinator/node_registry.h"
+#include "coordinator/node_strikes.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
@@ -68,6 +69,9 @@ struct JobControllerOptions {
   // Checkpoints go to <checkpoint_root>/<job id> unless the spec names a
   // directory.
   std::string checkpoint_root = "/var/lib/ringmaster/checkpoints";
+  // A node where a job failed this often within the cool-down is left out of
+  // that job's placements for the cool-down, while the job fits elsewhere.
+  NodeStrikePolicy node_strikes;
   // Called after every scheduling pass over a non-empty queue with the time
   // it took (injected clock), for metrics. Runs under the controller's lock:
   // it must only record. May be empty.
@@ -258,6 +262,7 @@ class JobController : public RendezvousListener {
     std::set<int32_t> exited_ok;                   // current generation
     absl::Time last_progress;                      // RUNNING: last step report
     absl::Time rendezvous_deadline;
+    NodeStrikes strikes;  // nodes the job failed on (cool-downs)
   };
 
   // job_controller.cc
@@ -275,6 +280,8 @@ class JobController : public RendezvousListener {
 
   // job_controller_lifecycle.cc
   void ScheduleLocked();
+  // The nodes in the job's cool-down, unless it needs them to be placed at all.
+  std::set<std::string> ExcludedNodesLocked(const JobEntry& entry, const std::vector<NodeCapacity>& capacity) const;
   absl::Status PlaceLocked(JobEntry& entry, const JobPlacement& granted);
   void DispatchLocked(JobEntry& entry);
   absl::Status MarkRunningLocked(JobEntry& entry, const std::string& why);

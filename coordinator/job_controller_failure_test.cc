@@ -190,6 +190,35 @@ TEST_F(JobControllerFailureTest, LostNodeRestartsItsJobsElsewhere) {
   for (const v1::RankAssignment& r : job.placement().ranks()) EXPECT_NE(r.node_id(), victim);
 }
 
+// A node where the job failed twice within the cool-down (10 min) is left out
+// of its placements while another node can take it; afterwards it is back.
+TEST_F(JobControllerFailureTest, ANodeThatFailsTheJobTwiceIsLeftOutForTheCooldown) {
+  std::string a = AddNode("host-a", 1);
+  std::string b = AddNode("host-b", 1);
+  std::string id = MustSubmit(MakeSpec(1, 1));
+  RunToRunning(id);
+  ASSERT_EQ(MustGet(id).placement().ranks(0).node_id(), a);  // best fit, ties by hostname
+  Exit(id, 0, 1);
+  controller_->Tick();
+  ASSERT_EQ(State(id), v1::JOB_STATE_STARTING);
+  EXPECT_EQ(MustGet(id).placement().ranks(0).node_id(), a);  // one failure: not yet
+  JoinAll(id);
+  Exit(id, 0, 1);
+  EXPECT_EQ(Events(id).back().reason(),
+            "rank 0 on host-a exited with code 1; node host-a is left out of this job for 10m (2 failures); "
+            "restarting (restart 2 of 3)");
+  controller_->Tick();
+  ASSERT_EQ(State(id), v1::JOB_STATE_STARTING);
+  EXPECT_EQ(MustGet(id).placement().ranks(0).node_id(), b);
+  JoinAll(id);
+  // After the cool-down host-a is eligible again (and preferred, by hostname).
+  AdvanceWithHeartbeats(absl::Minutes(10));
+  Exit(id, 0, 1);
+  controller_->Tick();
+  ASSERT_EQ(State(id), v1::JOB_STATE_STARTING);
+  EXPECT_EQ(MustGet(id).placement().ranks(0).node_id(), a);
+}
+
 // A lost node that comes back with its old rank still alive: the rank is
 // told to stop and keeps its GPU until it has exited.
 TEST_F(JobControllerFailureTest, LostNodeThatComesBackStopsItsOldRanks) {

@@ -58,6 +58,15 @@ std::string DescribeExit(const RankExit& exit, const std::string& hostname) {
 
 // ---- scheduling and starting ----
 
+std::set<std::string> JobController::ExcludedNodesLocked(const JobEntry& entry,
+                                                         const std::vector<NodeCapacity>& capacity) const {
+  std::set<std::string> excluded = entry.strikes.Excluded(clock_->Now(), options_.node_strikes);
+  const auto usable = std::count_if(capacity.begin(), capacity.end(),
+                                    [&](const NodeCapacity& n) { return excluded.count(n.node_id) == 0; });
+  if (usable < entry.record.job.spec().resources().nodes()) excluded.clear();  // it needs them
+  return excluded;
+}
+
 void JobController::ScheduleNow() {
   std::lock_guard<std::mutex> lock(mu_);
   ScheduleLocked();
@@ -71,7 +80,9 @@ void JobController::ScheduleLocked() {
   }
   if (queue.empty()) return;
   const absl::Time pass_start = clock_->Now();
-  ScheduleResult result = Schedule(std::move(queue), nodes_->SchedulableCapacity());
+  const std::vector<NodeCapacity> capacity = nodes_->SchedulableCapacity();
+  for (JobRequest& q : queue) q.excluded_nodes = ExcludedNodesLocked(jobs_.at(q.job_id), capacity);
+  ScheduleResult result = Schedule(std::move(queue), capacity);
   for (const JobPlacement& placed : result.placed) {
     JobEntry& entry = jobs_.at(placed.job_id);
     if (absl::Status s = PlaceLocked(entry, placed); !s.ok()) {
@@ -227,6 +238,16 @@ absl::Status JobController::FailGenerationLocked(JobEntry& entry, v1::JobEventKi
                                                  const std::string& lost_node) {
   const v1::Job& job = entry.record.job;
   if (!Active(job.state())) return absl::OkStatus();
+  std::string why = reason;
+  const std::string blamed = !lost_node.empty() ? lost_node : node_id;
+  if ((kind == v1::JOB_EVENT_KIND_RANK_EXITED || kind == v1::JOB_EVENT_KIND_NODE_LOST) && !blamed.empty() &&
+      entry.strikes.Record(blamed, clock_->Now(), options_.node_strikes) &&
+      ExcludedNodesLocked(entry, nodes_->SchedulableCapacity()).count(blamed) > 0) {
+    absl::StatusOr<v1::NodeInfo> info = nodes_->GetNode(blamed);
+    absl::StrAppend(&why, "; node ", info.ok() ? info->hostname() : blamed, " is left out of this job for ",
+                    absl::FormatDuration(options_.node_strikes.cooldown), " (", options_.node_strikes.limit,
+                    " failures)");
+  }
   const int32_t max_restarts = job.spec().restart().max_restarts();
   // A coordinator restart is not the job's fault: always restart.
   const bool give_up = kind != v1::JOB_EVENT_KIND_RECOVERED && job.restarts() >= max_restarts;
@@ -236,15 +257,15 @@ absl::Status JobController::FailGenerationLocked(JobEntry& entry, v1::JobEventKi
   v1::JobEvent event;
   if (give_up) {
     next.job.set_state(v1::JOB_STATE_FAILED);
-    next.job.set_message(absl::StrCat(reason, "; no restarts left (max_restarts ", max_restarts, ")"));
+    next.job.set_message(absl::StrCat(why, "; no restarts left (max_restarts ", max_restarts, ")"));
     *next.job.mutable_end_time() = ToProtoTime(clock_->Now());
     event = MakeEvent(entry, kind, v1::JOB_STATE_FAILED, next.job.message(), rank, node_id);
-    stop_reason = absl::StrCat("job failed: ", reason);
+    stop_reason = absl::StrCat("job failed: ", why);
   } else {
     next.job.set_state(v1::JOB_STATE_RESTARTING);
-    next.job.set_message(absl::StrCat(reason, "; restarting (restart ", job.restarts() + 1, " of ", max_restarts, ")"));
+    next.job.set_message(absl::StrCat(why, "; restarting (restart ", job.restarts() + 1, " of ", max_restarts, ")"));
     event = MakeEvent(entry, kind, v1::JOB_STATE_RESTARTING, next.job.message(), rank, node_id);
-    stop_reason = absl::StrCat("generation ", job.generation(), " restarting: ", reason);
+    stop_reason = absl::StrCat("generation ", job.generation(), " restarting: ", why);
   }
   std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, lost_node);
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));

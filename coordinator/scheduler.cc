@@ -54,6 +54,7 @@ int32_t FreeSlots(const NodeCapacity& node, SlotKind kind) {
 }
 
 bool Eligible(const JobRequest& job, const NodeCapacity& node) {
+  if (job.excluded_nodes.count(node.node_id) > 0) return false;
   for (const auto& [key, value] : job.node_selector) {
     auto it = node.labels.find(key);
     if (it == node.labels.end() || it->second != value) return false;

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct JobRequest {
   SlotKind kind = SlotKind::kGpu;
   int32_t cpus_per_rank = 1;  // CPU slots per rank (kCpu only)
   std::map<std::string, std::string> node_selector;
+  // Never placed on these nodes (ids): in a cool-down after failing the job.
+  std::set<std::string> excluded_nodes;
 };
 
 struct JobPlacement {
