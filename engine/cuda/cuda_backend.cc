@@ -51,6 +51,11 @@ CudaBackend::Impl::~Impl() {
   if (cudnn != nullptr) cudnnDestroy(cudnn);
 }
 
+absl::Status CudaBackend::Impl::EnterDevice() const {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(config.device));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> CudaBackend::Impl::NewTensor(const Shape& shape, DType dtype) {
   const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
   absl::StatusOr<void*> ptr = allocator->Allocate(bytes, stream_key());

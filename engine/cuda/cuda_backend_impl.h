@@ -65,13 +65,17 @@ struct CudaBackend::Impl {
   kernels::FloatType round() const { return static_cast<kernels::FloatType>(config.compute_dtype); }
   bool mixed() const { return config.compute_dtype != DType::kF32; }
 
-  // Runs `body` (returning absl::Status) unless an earlier op failed; keeps its failure.
+  // Runs `body` (returning absl::Status) on this backend's device unless an
+  // earlier op failed; keeps its failure. The device is set on every op, so
+  // the backend may be driven from another thread than the one that made it.
   template <typename Body>
   void Run(Body&& body) {
     if (!error.ok()) return;
-    absl::Status status = body();
+    absl::Status status = EnterDevice();
+    if (status.ok()) status = body();
     if (!status.ok()) error = std::move(status);
   }
+  absl::Status EnterDevice() const;
 
   // A device tensor from the caching allocator, freed back to it when the
   // last handle goes.

@@ -62,6 +62,7 @@ cudaError_t LaunchColumnSum(const float* x, int64_t rows, int64_t cols, float* s
                             FloatType round, cudaStream_t stream) {
   if (cols <= 0) return cudaSuccess;
   const int64_t chunks = Chunks(rows);
+  if (chunks > 65535) return cudaErrorInvalidValue;  // gridDim.y: more than 16.7M rows
   if (chunks > 0) {
     dim3 grid(static_cast<unsigned>((cols + kTileCols - 1) / kTileCols), static_cast<unsigned>(chunks));
     ColumnPartialKernel<<<grid, dim3(kTileCols, kTileRows), 0, stream>>>(x, rows, cols, scratch);

@@ -17,6 +17,7 @@ namespace ringmaster::kernels {
 int64_t ColumnSumScratchFloats(int64_t rows, int64_t cols);
 // out[j] (+)= round(sum_i x[i, j]) for x [rows, cols]; `accumulate` adds to
 // out, otherwise overwrites it. scratch: ColumnSumScratchFloats floats.
+// rows <= 16,776,960 (cudaErrorInvalidValue beyond).
 cudaError_t LaunchColumnSum(const float* x, int64_t rows, int64_t cols, float* scratch, float* out, bool accumulate,
                             FloatType round, cudaStream_t stream);
 // out[ch] += round(sum over n and hw of x[n, ch, hw]) for x [n, c, hw].

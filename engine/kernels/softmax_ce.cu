@@ -30,7 +30,7 @@ __device__ __forceinline__ void Merge(float& m, float& s, float m2, float s2) {
     return;
   }
   const float mx = fmaxf(m, m2);
-  s = s * __expf(m - mx) + s2 * __expf(m2 - mx);
+  s = s * expf(m - mx) + s2 * expf(m2 - mx);
   m = mx;
 }
 
@@ -51,7 +51,7 @@ __global__ void RowKernel(const float* logits, const int32_t* targets, int64_t v
   for (int64_t j = threadIdx.x; j < v; j += blockDim.x) Merge(m, s, z[j], 1.0f);
   // Combine the threads' pairs: the block max, then every sum rescaled to it.
   const float block_max = BlockMax(m, max_scratch);
-  const float scaled = m == -INFINITY ? 0.0f : s * __expf(m - block_max);
+  const float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
   const float sum = BlockSum(scaled, sum_scratch);
   const float inv_sum = 1.0f / sum;
   const float g = grad_scale / *count;
