@@ -5,7 +5,8 @@
 # state directory, like tests/cluster_test.sh), then REPEATS times: submits
 # examples/fashion_mnist_mlp.yaml (2 data-parallel CPU ranks, Gloo over the
 # coordinator's rendezvous, real Fashion-MNIST loading), waits for the first
-# step, cancels the job and waits until it is CANCELLED.
+# step, cancels the job and waits until it is CANCELLED and its slots are
+# free again.
 #
 # The clock starts just before `ringmaster submit` is run. The first step is
 # the job's progress (rank 0's StepMetrics, relayed trainer -> worker ->
@@ -90,6 +91,14 @@ EOF
   rm_cli cancel "$job" >/dev/null 2>&1 || fail "cancel $job"
   for _ in $(seq 300); do
     rm_cli describe "$job" 2>/dev/null | grep -qE 'CANCELLED|SUCCEEDED|FAILED' && break
+    sleep 0.1
+  done
+  # The next run must not wait for this one's ranks: every slot free again.
+  for _ in $(seq 300); do
+    rm_cli -o json nodes 2>/dev/null | python3 -c '
+import json, sys
+nodes = [n for line in sys.stdin for n in json.loads(line).get("nodes", [])]
+sys.exit(0 if nodes and all(n.get("freeCpuSlots", 0) == n.get("cpuSlots", 0) for n in nodes) else 1)' && break
     sleep 0.1
   done
   rm_cli -o json logs "$job" >"$state/logs.json" 2>/dev/null || fail "logs $job"
