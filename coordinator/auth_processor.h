@@ -6,9 +6,10 @@
 // (":path"), the authorization and join-token headers and the peer's TLS
 // certificate, and either fails the call with the Authenticator's status
 // (UNAUTHENTICATED / PERMISSION_DENIED, which is what the client sees) or
-// records who the caller is in the call's AuthContext, where handlers read it
-// with CallerOf. The credential headers are consumed: handlers never see
-// them.
+// records who the caller is in the connection's AuthContext, keyed by the
+// hash of the call's authorization header, where handlers read it with
+// CallerOf (per call: two users' calls on one connection stay apart). The
+// join token header is consumed: handlers never see it.
 //
 // Thread-safe; runs inline on gRPC's threads (it only hashes and, for
 // workers, verifies a certificate).
@@ -34,8 +35,9 @@ class AuthProcessor final : public grpc::AuthMetadataProcessor {
   const Authenticator* const authenticator_;
 };
 
-// Who the call was authenticated as (an empty Caller for a server without
-// an AuthProcessor, as in tests that build services alone).
+// The user the call was authenticated as (user and admin; an empty Caller
+// for a call without a bearer token, users not authenticated, or a server
+// without an AuthProcessor).
 Caller CallerOf(const grpc::ServerContextBase& context);
 
 }  // namespace ringmaster::coordinator

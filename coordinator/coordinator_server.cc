@@ -237,6 +237,11 @@ absl::Status CoordinatorServer::Serve() {
     }
   }
   if (ticker_ != nullptr) ticker_->Start();
+  spdlog::info("security: {}; {}", tls_ ? "TLS, workers' client certificates verified per call" : "no TLS (loopback only)",
+               authenticator_->authenticates_users() ? "users need a bearer token" : "users not authenticated");
+  if (!authenticator_->authenticates_users()) {
+    spdlog::warn("no --token-file: any local process may submit and cancel jobs");
+  }
   spdlog::info("coordinator serving on {} (port {}){}", config_.listen, port_,
                metrics_http_ ? absl::StrCat(", /metrics on ", metrics_http_->address()) : std::string());
   return absl::OkStatus();
@@ -271,11 +276,6 @@ absl::Status CoordinatorServer::BuildSecurity() {
     ASSIGN_OR_RETURN(std::string join_token, ReadSecretFile(config_.join_token_file, "--join-token-file"));
     policy.join_token_sha256 = Sha256Hex(join_token);
   }
-  spdlog::info("security: {}; {}; {}", tls_ ? "TLS, workers' client certificates verified per call"
-                                            : "no TLS (loopback only)",
-               policy.users ? absl::StrCat(policy.users->size(), " user token(s)") : std::string("users not authenticated"),
-               policy.join_token_sha256.empty() ? "no join token" : "join token required");
-  if (!policy.users) spdlog::warn("no --token-file: any local process may submit and cancel jobs");
   authenticator_ = std::make_unique<Authenticator>(std::move(policy), clock_);
   ASSIGN_OR_RETURN(secrets_, RendezvousSecrets::LoadOrCreate(config_.state_dir + "/rendezvous.key"));
   return absl::OkStatus();

@@ -100,7 +100,13 @@ for case in expired other nojoin untrusted; do
   bad=$!
   for _ in $(seq 100); do grep -q UNAUTHENTICATED "$state/bad-$case.log" && break; sleep 0.1; done
   kill -TERM $bad 2>/dev/null; wait $bad 2>/dev/null
-  expect "worker with $case credentials refused" "$(grep -m1 UNAUTHENTICATED "$state/bad-$case.log")" UNAUTHENTICATED
+  why=$(grep -m1 UNAUTHENTICATED "$state/bad-$case.log")
+  case $case in
+    expired) expect "worker with an expired certificate refused" "$why" "UNAUTHENTICATED: client certificate expired" ;;
+    other) expect "worker with another CA's certificate refused" "$why" "UNAUTHENTICATED: client certificate is not issued" ;;
+    nojoin) expect "worker without join token refused" "$why" "UNAUTHENTICATED: no join token" ;;
+    untrusted) expect "worker not trusting the coordinator's CA" "$why" "UNAUTHENTICATED: TLS handshake with the coordinator failed" ;;
+  esac
 done
 
 # --- 3. a job with everything on -----------------------------------------------
@@ -133,7 +139,7 @@ echo "ok: plaintext CLI cannot talk to the TLS coordinator ($(echo "$out" | head
 out=$(timeout 300 env RINGMASTER_TOKEN_FILE="$state/alice.token" "$cli" --coordinator "$addr" --tls-ca "$ca/ca.crt" \
   submit "$spec" --wait --set resources.nodes=1 --set resources.ranks_per_node=2 \
   --set resources.cpus_per_rank=1 --set parallelism.data=2 --set training.steps=12 \
-  --set training.log_interval_steps=4 2>&1)
+  --set lr_schedule.warmup_steps=2 --set training.log_interval_steps=4 2>&1)
 rc=$?
 echo "$out" | tail -3
 [ $rc -eq 0 ] || fail "alice's 2-rank job did not succeed (exit $rc)"

@@ -11,6 +11,7 @@
 #include "proto/agent_service.grpc.pb.h"
 #include "proto/checkpoint_service.grpc.pb.h"
 #include "proto/rendezvous_service.grpc.pb.h"
+#include "common/grpc_security.h"
 #include "spdlog/spdlog.h"
 #include "worker/paths.h"
 
@@ -256,7 +257,9 @@ absl::Status AgentServer::Start() {
     unlink(path.c_str());  // left by a worker that did not stop cleanly
   }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(target(), grpc::InsecureServerCredentials());
+  builder.AddListeningPort(target(), grpc::InsecureServerCredentials());  // local: see the class comment
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   services_->Register(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) return absl::UnavailableError(absl::StrCat("agent server: cannot listen on ", target()));

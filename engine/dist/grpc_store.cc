@@ -12,6 +12,10 @@
 namespace ringmaster::engine::dist {
 namespace {
 
+// common/grpc_security.h's kMaxGrpcMessageBytes (the engine does not depend
+// on common's gRPC security library).
+constexpr int kMaxMessageBytes = 32 << 20;
+
 std::string Quoted(const std::string& key) { return absl::StrCat("'", key, "'"); }
 
 std::string KeysPhrase(const std::vector<std::string>& keys) {
@@ -58,8 +62,13 @@ absl::StatusOr<std::unique_ptr<GrpcStore>> GrpcStore::Connect(const GrpcStoreOpt
     return absl::InvalidArgumentError(absl::StrCat("grpc store ", options.target, ": unix socket path longer than ",
                                                    kMaxUnixPath, " bytes"));
   }
+  // A local socket (the worker's, mode 0600) or a test's service: plaintext.
+  // Explicit message limits, as every Ringmaster channel (a value is <= 1 MiB).
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials());
+      grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
   return std::make_unique<GrpcStore>(v1::RendezvousService::NewStub(channel), options);
 }
 
