@@ -11,9 +11,9 @@
 # Part 2 (backfill): a third worker with 2 slots, labelled pool=big. R (1 rank,
 # pool=big) runs there; the head H (1 node x 2 ranks: only the big node can
 # ever hold it) is blocked and reserves it. S_fit (1 rank, any node) runs at
-# once on a small node ahead of H (backfilled: it cannot delay H);
-# S_delay (1 rank, pool=big) would take the big node's free slot and delay H,
-# so it waits until H has run.
+# once on a small node ahead of H (backfilled: it cannot delay H); S_delay
+# (1 rank, pool=big) would take the big node's free slot and delay H, so it
+# waits. Then R is cancelled: H runs, then S_delay.
 # Usage: scheduling_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
@@ -100,7 +100,7 @@ echo "order of placement: $a, $d (priority 5), $b, $c (FIFO)"
 echo "part 2: backfill"
 start_worker n3 2 --label pool=big
 wait_nodes_ready 3
-r=$(submit "${single[@]}" --set training.steps=1000 --set name=r --set resources.node_selector.pool=big)
+r=$(submit "${single[@]}" --set training.steps=1000000 --set name=r --set resources.node_selector.pool=big)
 wait_until 60 "job $r did not start" job_in_state "$r" JOB_STATE_RUNNING
 h=$(submit --set resources.nodes=1 --set resources.ranks_per_node=2 --set parallelism.data=2 \
   --set training.steps=60 --set name=h)
@@ -109,7 +109,7 @@ s_fit=$(submit "${single[@]}" --set training.steps=60 --set name=s_fit)
 echo "r=$r h=$h s_delay=$s_delay s_fit=$s_fit"
 wait_until 60 "backfill: $s_fit did not run ahead of the blocked head $h" job_in_state "$s_fit" JOB_STATE_SUCCEEDED
 # While R still runs: H blocked, S_delay held back although n3 has a free slot.
-job_in_state "$r" JOB_STATE_RUNNING || fail "$r ended too early for the test: make it longer"
+job_in_state "$r" JOB_STATE_RUNNING || fail "$r is $(job_state "$r"), not RUNNING"
 job_in_state "$h" JOB_STATE_QUEUED || fail "head $h should wait for $r (state $(job_state "$h"))"
 job_in_state "$s_delay" JOB_STATE_QUEUED || fail "$s_delay took the big node's slot the head $h waits for"
 free_big=$(rm_cli nodes --output json | python3 -c '
@@ -118,7 +118,9 @@ n = [n for n in json.load(sys.stdin)["nodes"] if n["hostname"] == "n3"][0]
 print(n["cpuSlots"] - sum(a.get("cpuSlots", 0) for a in n.get("allocations", [])))')
 [ "$free_big" = 1 ] || fail "n3 should have 1 free slot while only $r runs, has $free_big"
 event_reason "$s_fit" PLACED | grep -q backfilled || fail "$s_fit's placement does not say backfilled"
-for j in "$r" "$h" "$s_delay"; do
+# R ends (it would run for minutes): H, then S_delay, get n3.
+rm_cli cancel "$r" >/dev/null || fail "cancel $r failed"
+for j in "$h" "$s_delay"; do
   wait_until 90 "job $j did not succeed" job_in_state "$j" JOB_STATE_SUCCEEDED
 done
 event_before "$s_fit" PLACED "$h" PLACED || fail "$s_fit was not placed before the head $h"
