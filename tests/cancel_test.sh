@@ -6,13 +6,7 @@
 # Usage: cancel_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-cluster_init "$1" "$2" "$3" "$4"
-spec=$(realpath "$5")
-
-start_coordinator
-start_worker n1 1
-start_worker n2 1
-wait_nodes_ready 2
+start_local_cluster "$@" 1 1
 
 out=$(rm_cli submit "$spec" --set resources.nodes=2 --set resources.ranks_per_node=1 --set resources.cpus_per_rank=1 \
   --set parallelism.data=2 --set training.steps=100000 --set training.log_interval_steps=10 \

@@ -4,6 +4,7 @@
 #
 #   source cluster_lib.sh
 #   cluster_init CLI COORDINATOR WORKER TRAINER   # state dir, address, trap
+#   start_local_cluster CLI COORDINATOR WORKER TRAINER SPEC SLOTS...
 #   start_coordinator [FLAG ...]                  # sets coordinator_pid
 #   start_worker NAME SLOTS [FLAG ...]            # node NAME, SLOTS CPU slots
 #   wait_nodes_ready N
@@ -71,6 +72,21 @@ start_worker() {
 }
 
 rm_cli() { "$cli" --coordinator "$addr" "$@"; }
+
+# cluster_init, $spec, the coordinator and one worker per SLOTS argument (n1,
+# n2, ... with that many CPU slots), all READY.
+start_local_cluster() {
+  cluster_init "$1" "$2" "$3" "$4"
+  spec=$(realpath "$5")
+  shift 5
+  start_coordinator
+  local n=0 slots
+  for slots in "$@"; do
+    n=$((n + 1))
+    start_worker "n$n" "$slots"
+  done
+  wait_nodes_ready "$n"
+}
 
 # Runs COMMAND every 0.2 s until it succeeds, at most SECONDS; fails the test
 # with DESCRIPTION otherwise.

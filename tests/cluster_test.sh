@@ -6,13 +6,7 @@
 # Usage: cluster_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-cluster_init "$1" "$2" "$3" "$4"
-spec=$(realpath "$5")
-
-start_coordinator
-start_worker node1 2
-start_worker node2 2
-wait_nodes_ready 2
+start_local_cluster "$@" 2 2
 
 start=$(date +%s)
 out=$(timeout 600 "$cli" --coordinator "$addr" submit "$spec" --wait \

@@ -8,13 +8,7 @@
 # Usage: coordinator_restart_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-cluster_init "$1" "$2" "$3" "$4"
-spec=$(realpath "$5")
-
-start_coordinator
-start_worker n1 1
-start_worker n2 1
-wait_nodes_ready 2
+start_local_cluster "$@" 1 1
 
 # submit [--set k=v ...]: a tiny 2-rank MLP job over both workers; prints its
 # id. keep=1000: no committed checkpoint is pruned during the test.

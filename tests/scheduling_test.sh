@@ -17,13 +17,7 @@
 # Usage: scheduling_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-cluster_init "$1" "$2" "$3" "$4"
-spec=$(realpath "$5")
-
-start_coordinator
-start_worker n1 1
-start_worker n2 1
-wait_nodes_ready 2
+start_local_cluster "$@" 1 1
 
 # submit [--set k=v ...]: a tiny MLP job, 1 CPU per rank; prints its id.
 submit() {
