@@ -139,12 +139,9 @@ void ApplyRetention(const std::string& dir, int64_t written, int keep) {
       ++kept;
       continue;
     }
-    // Renamed out of the readers' sight first: a crash during the removal
-    // must not leave a damaged checkpoint under a step name.
-    const std::string doomed = dir + "/" + kTemporaryPrefix + "removed-" + fs::path(it->path).filename().string();
-    absl::Status status = Rename(it->path, doomed);
-    if (status.ok()) status = RemoveTree(doomed);
-    if (!status.ok()) spdlog::warn("could not remove old checkpoint: {}", status.ToString());
+    if (absl::Status status = RemoveCheckpoint(it->path); !status.ok()) {
+      spdlog::warn("could not remove old checkpoint: {}", status.ToString());
+    }
     removed = true;
   }
   if (removed) {
@@ -207,6 +204,17 @@ absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& d
   std::sort(checkpoints.begin(), checkpoints.end(),
             [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
   return checkpoints;
+}
+
+absl::Status RemoveCheckpoint(const std::string& path) {
+  const fs::path p(path);
+  const std::string doomed =
+      (p.parent_path() / (std::string(kTemporaryPrefix) + "removed-" + p.filename().string())).string();
+  if (std::rename(path.c_str(), doomed.c_str()) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return ErrnoError("rename " + path + " to", doomed, errno);
+  }
+  return RemoveTree(doomed);
 }
 
 absl::StatusOr<int> RemoveStaleTemporaries(const std::string& dir) {

@@ -89,6 +89,11 @@ absl::StatusOr<Manifest> VerifyCheckpoint(const std::string& path);
 // one skipped as damaged. NOT_FOUND if there is none (listing what was skipped).
 absl::StatusOr<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir);
 
+// Removes one checkpoint directory: renamed to a ".tmp-" name beside it first
+// (out of readers' sight, so a crash mid-removal never leaves a damaged
+// checkpoint under a step name), then deleted. A missing `path` is OK.
+absl::Status RemoveCheckpoint(const std::string& path);
+
 // Removes the ".tmp-" directories a crashed writer left in `dir`; returns how
 // many. Call at start-up (WriteCheckpoint also does).
 absl::StatusOr<int> RemoveStaleTemporaries(const std::string& dir);

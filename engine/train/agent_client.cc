@@ -202,13 +202,8 @@ absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path
       spdlog::warn("not pruning {}: outside the checkpoint directory {}", pruned, parent.string());
       continue;
     }
-    // Out of readers' sight first (".tmp-" names are ignored and cleaned).
-    const std::string doomed = (parent / (".tmp-pruned-" + std::filesystem::path(pruned).filename().string())).string();
-    std::error_code error;
-    std::filesystem::rename(pruned, doomed, error);
-    if (!error) std::filesystem::remove_all(doomed, error);
-    if (error && error != std::errc::no_such_file_or_directory) {
-      spdlog::warn("could not remove pruned checkpoint {}: {}", pruned, error.message());
+    if (absl::Status s = RemoveCheckpoint(pruned); !s.ok()) {
+      spdlog::warn("could not remove pruned checkpoint: {}", s.ToString());
     }
   }
   return absl::OkStatus();
