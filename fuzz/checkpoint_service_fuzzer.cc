@@ -36,6 +36,8 @@ v1::CommitCheckpointRequest ValidCommit(const CoordinatorHarness& h, int64_t ste
   v1::CheckpointFile* file = commit.add_files();
   file->set_path("model.safetensors");
   file->set_size_bytes(1024);
+  file->mutable_checksum()->set_algorithm(v1::FileChecksum::CRC32);
+  file->mutable_checksum()->set_hex("0badf00d");
   return commit;
 }
 

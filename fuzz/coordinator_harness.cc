@@ -2,13 +2,17 @@
 
 #include <stdlib.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/job_controller.h"
 #include "coordinator/node_registry.h"
+#include "coordinator/rendezvous.h"
 #include "fuzz/fuzz_check.h"
 #include "proto/job_service.grpc.pb.h"
 #include "proto/node_service.grpc.pb.h"
@@ -39,8 +43,28 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
   return context;
 }
 
+namespace {
+
+// Calls per RPC and status code, printed at exit: shows which RPCs the
+// inputs reached and how far (OK vs. rejections).
+std::map<std::string, std::map<int, int>>& Outcomes() {
+  static auto* outcomes = new std::map<std::string, std::map<int, int>>();
+  return *outcomes;
+}
+
+void PrintOutcomes() {
+  for (const auto& [rpc, codes] : Outcomes()) {
+    std::string line = absl::StrCat("fuzz: ", rpc, ":");
+    for (const auto& [code, n] : codes) absl::StrAppend(&line, " code ", code, " x", n);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+}  // namespace
+
 void CheckStatus(const grpc::Status& status, const char* rpc, const google::protobuf::Message& request) {
   const grpc::StatusCode code = status.error_code();
+  ++Outcomes()[rpc][static_cast<int>(code)];
   if (code != grpc::StatusCode::OK) {
     std::unique_ptr<google::protobuf::Message> parsed(request.New());
     if (!parsed->ParseFromString(request.SerializeAsString())) return;  // gRPC refused it
@@ -54,6 +78,7 @@ CoordinatorHarness& CoordinatorHarness::Get() {
   static CoordinatorHarness* const harness = [] {
     spdlog::set_level(spdlog::level::warn);  // not a line per request on long runs
     google::protobuf::SetLogHandler(nullptr);  // nor protobuf's complaints about fuzzed strings
+    std::atexit(PrintOutcomes);
     auto* h = new CoordinatorHarness();
     h->StartServer();
     return h;
@@ -158,6 +183,10 @@ std::string CoordinatorHarness::NodeId(uint8_t fixups, const std::string& fuzzed
 
 int64_t CoordinatorHarness::SessionId(uint8_t fixups, int64_t fuzzed) const {
   return (fixups & kFixNode) != 0 ? session_id_ : fuzzed;
+}
+
+std::string CoordinatorHarness::RendezvousSecret(uint8_t fixups, const std::string& fuzzed) {
+  return (fixups & kFixGeneration) != 0 ? server_->rendezvous().Secret(job_id_, generation_) : fuzzed;
 }
 
 }  // namespace ringmaster::fuzz

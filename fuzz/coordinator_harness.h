@@ -36,7 +36,7 @@ inline constexpr int kInputsPerServer = 5000;
 
 // Fixup bits (FuzzCall::fixups).
 inline constexpr uint8_t kFixJobId = 1 << 0;       // job_id := the live job
-inline constexpr uint8_t kFixGeneration = 1 << 1;  // generation := its current one
+inline constexpr uint8_t kFixGeneration = 1 << 1;  // generation (and secret) := its current one
 inline constexpr uint8_t kFixNode = 1 << 2;        // node_id, session_id := the live node's
 inline constexpr uint8_t kFixValid = 1 << 3;       // a valid base message merged under the fuzzed one
 inline constexpr uint8_t kAdvanceClock = 1 << 7;   // after the call: clock += (fixups & 0x70) s, Tick
@@ -58,6 +58,8 @@ class CoordinatorHarness {
   int64_t Generation(uint8_t fixups, int64_t fuzzed) const;
   std::string NodeId(uint8_t fixups, const std::string& fuzzed) const;
   int64_t SessionId(uint8_t fixups, int64_t fuzzed) const;
+  // With kFixGeneration: the live generation's rendezvous secret.
+  std::string RendezvousSecret(uint8_t fixups, const std::string& fuzzed);
 
   const std::string& job_id() const { return job_id_; }
   int64_t generation() const { return generation_; }

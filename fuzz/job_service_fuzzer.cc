@@ -5,7 +5,7 @@
 // the live job into job ids; Submit with kFixValid merges the fuzzed spec
 // over a valid one, so that it reaches defaults, validation and the store.
 // The two server streams are read until they end, at most 32 messages
-// (then cancelled), with a 300 ms deadline (a followed stream may not end).
+// (then cancelled), with a 100 ms deadline (a followed stream may not end).
 // Property: every call ends with OK or an actionable status (CheckStatus).
 
 #include <cstdint>
@@ -29,7 +29,7 @@ using Stub = v1::JobService::Stub;
 
 constexpr int kMaxCalls = 12;
 constexpr int kMaxStreamMessages = 32;
-constexpr absl::Duration kStreamDeadline = absl::Milliseconds(300);
+constexpr absl::Duration kStreamDeadline = absl::Milliseconds(100);
 
 template <typename Response>
 void Drain(std::unique_ptr<grpc::ClientContext> context, std::unique_ptr<grpc::ClientReader<Response>> reader,

@@ -3,8 +3,8 @@
 // server (CoordinatorHarness). Input: up to 16 calls (fuzz_input.h); op % 6
 // picks PublishNcclUniqueId, GetNcclUniqueId, KvSet, KvGet, KvWait, KvAdd.
 // Fixups put the live job and generation into the scope, so that calls
-// reach the rendezvous of a placed generation; a KvSet then KvWait on the
-// same key completes. Blocking calls have a 200 ms deadline.
+// reach the rendezvous of a placed generation (with its secret); a KvSet then KvWait on the
+// same key completes. Blocking calls have a 50 ms deadline.
 // Property: every call ends with OK or an actionable status (CheckStatus).
 
 #include <cstdint>
@@ -24,17 +24,19 @@ namespace v1 = ringmaster::v1;
 using Stub = v1::RendezvousService::Stub;
 
 constexpr int kMaxCalls = 16;
-constexpr absl::Duration kWaitDeadline = absl::Milliseconds(200);
+constexpr absl::Duration kWaitDeadline = absl::Milliseconds(50);
 
 template <typename Request>
-Request WithScope(const CoordinatorHarness& h, const FuzzCall& call, Request valid) {
+Request WithScope(CoordinatorHarness& h, const FuzzCall& call, Request valid) {
   valid.mutable_scope()->set_rank(1);
   valid.mutable_scope()->set_job_id(h.job_id());
   valid.mutable_scope()->set_generation(h.generation());
+  valid.mutable_scope()->set_secret(h.RendezvousSecret(ringmaster::fuzz::kFixGeneration, ""));
   Request request = Decode(call, valid);
   v1::RendezvousScope* scope = request.mutable_scope();
   scope->set_job_id(h.JobId(call.fixups, scope->job_id()));
   scope->set_generation(h.Generation(call.fixups, scope->generation()));
+  scope->set_secret(h.RendezvousSecret(call.fixups, scope->secret()));
   return request;
 }
 
