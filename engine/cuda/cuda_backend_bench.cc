@@ -1,0 +1,106 @@
+// Prints the speed of the CudaBackend's heavy ops in each compute mode:
+// GEMM TFLOP/s (GPT-2-small-sized matmuls), attention forward + backward, and
+// the fused LayerNorm / softmax cross-entropy. Without a device it says so and
+// exits 0 (nothing to measure). Numbers, not assertions: see #7 for the
+// validation runs on an H100.
+//
+//   bazel run //engine/cuda:cuda_backend_bench
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+
+#include "engine/core/test_util.h"
+#include "engine/cuda/cuda_backend.h"
+
+namespace ringmaster::engine {
+namespace {
+
+struct Mode {
+  DType dtype;
+  bool tf32;
+  const char* name;
+};
+
+// Mean milliseconds per call of `op` over `iters` calls after 3 warm-up calls.
+double TimeMs(CudaBackend& be, int iters, const std::function<void()>& op) {
+  for (int i = 0; i < 3; ++i) op();
+  if (!be.Synchronize().ok()) return -1.0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) op();
+  const absl::Status status = be.Synchronize();
+  const auto end = std::chrono::steady_clock::now();
+  if (!status.ok()) {
+    std::printf("  error: %s\n", status.ToString().c_str());
+    return -1.0;
+  }
+  return std::chrono::duration<double, std::milli>(end - start).count() / iters;
+}
+
+void BenchMode(const Mode& mode) {
+  auto created = CudaBackend::Create({0, mode.dtype, mode.tf32});
+  if (!created.ok()) {
+    std::printf("%s: %s\n", mode.name, created.status().ToString().c_str());
+    return;
+  }
+  CudaBackend& be = **created;
+  std::printf("%s\n", mode.name);
+  // GPT-2 small, B*T = 8192 tokens: the MLP's up projection and its weight gradient.
+  const int64_t m = 8192, k = 768, n = 3072;
+  Tensor a = be.ToDevice(testing::RandomTensor({m, k}, 1));
+  Tensor w = be.ToDevice(testing::RandomTensor({k, n}, 2));
+  Tensor bias = be.ToDevice(testing::RandomTensor({n}, 3));
+  Tensor c = be.Empty({m, n});
+  Tensor dw = be.Zeros({k, n});
+  const double flops = 2.0 * m * n * k;
+  const double fwd = TimeMs(be, 20, [&] { be.Gemm(false, false, 1.0f, a, w, 0.0f, c, &bias); });
+  const double wgrad = TimeMs(be, 20, [&] { be.Gemm(true, false, 1.0f, a, c, 1.0f, dw); });
+  std::printf("  gemm [%ld x %ld] @ [%ld x %ld] + bias: %.3f ms, %.1f TFLOP/s\n", static_cast<long>(m),
+              static_cast<long>(k), static_cast<long>(k), static_cast<long>(n), fwd, flops / fwd / 1e9);
+  std::printf("  gemm weight gradient (+=):        %.3f ms, %.1f TFLOP/s\n", wgrad, flops / wgrad / 1e9);
+
+  // Attention: B = 8, T = 1024, 12 heads of 64.
+  const int64_t b = 8, t = 1024, nh = 12, c_model = 768;
+  Tensor qkv = be.ToDevice(testing::RandomTensor({b, t, 3 * c_model}, 4));
+  Tensor att = be.Empty({b, nh, t, t});
+  Tensor out = be.Empty({b, t, c_model});
+  Tensor dqkv = be.Empty({b, t, 3 * c_model});
+  const double att_fwd = TimeMs(be, 10, [&] { be.AttentionForward(qkv, nh, att, out); });
+  const double att_bwd = TimeMs(be, 10, [&] { be.AttentionBackward(qkv, att, out, nh, dqkv); });
+  std::printf("  attention B=8 T=1024 H=12 D=64: forward %.3f ms, backward %.3f ms\n", att_fwd, att_bwd);
+
+  Tensor x = be.ToDevice(testing::RandomTensor({b * t, c_model}, 5));
+  Tensor gamma = be.ToDevice(testing::RandomTensor({c_model}, 6));
+  Tensor beta = be.ToDevice(testing::RandomTensor({c_model}, 7));
+  Tensor y = be.Empty({b * t, c_model}), mean = be.Empty({b * t}), rstd = be.Empty({b * t});
+  const double ln = TimeMs(be, 50, [&] { be.LayerNormForward(x, gamma, beta, 1e-5f, y, mean, rstd); });
+  std::printf("  layernorm [8192 x 768] forward: %.3f ms (%.0f GB/s)\n", ln, 2.0 * x.bytes() / ln / 1e6);
+
+  const int64_t rows = 2048, vocab = 50257;
+  Tensor logits = be.ToDevice(testing::RandomTensor({rows, vocab}, 8));
+  std::vector<int32_t> ids(rows);
+  for (int64_t i = 0; i < rows; ++i) ids[i] = static_cast<int32_t>((i * 7919) % vocab);
+  Tensor targets = be.ToDevice(Tensor::FromInts({rows}, ids));
+  Tensor loss = be.Empty({1}), dlogits = be.Empty({rows, vocab});
+  const double ce = TimeMs(be, 20, [&] { be.SoftmaxCrossEntropy(logits, targets, -1, 1.0f, loss, dlogits); });
+  std::printf("  softmax cross-entropy [2048 x 50257]: %.3f ms (%.0f GB/s)\n", ce, 2.0 * logits.bytes() / ce / 1e6);
+}
+
+}  // namespace
+}  // namespace ringmaster::engine
+
+int main() {
+  using ringmaster::engine::DType;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device present: nothing to benchmark\n");
+    return 0;
+  }
+  for (const auto& mode : {ringmaster::engine::Mode{DType::kF32, false, "fp32"},
+                           ringmaster::engine::Mode{DType::kF32, true, "tf32"},
+                           ringmaster::engine::Mode{DType::kBF16, false, "bf16"},
+                           ringmaster::engine::Mode{DType::kF16, false, "fp16"}}) {
+    ringmaster::engine::BenchMode(mode);
+  }
+  return 0;
+}
