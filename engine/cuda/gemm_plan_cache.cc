@@ -1,5 +1,6 @@
 #include "engine/cuda/gemm_plan_cache.h"
 
+#include "absl/strings/str_format.h"
 #include "engine/core/cuda_status.h"
 
 namespace ringmaster::engine {
@@ -90,7 +91,11 @@ absl::StatusOr<const GemmPlan*> GemmPlanCache::Get(cublasLtHandle_t handle, cons
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(handle, desc, plan->a.get(), plan->b.get(), plan->c.get(),
                                                         plan->c.get(), pref, 1, &result, &found));
   if (found == 0) {
-    return CUBLAS_STATUS(CUBLAS_STATUS_NOT_SUPPORTED);
+    return absl::InternalError(absl::StrFormat(
+        "cuBLASLt has no algorithm for a %dx%dx%d GEMM (batch %d, A/B type %d, compute %d, alignments %d/%d/%d, "
+        "workspace %d bytes)",
+        key.m, key.n, key.k, key.batch, static_cast<int>(key.ab_type), static_cast<int>(key.compute), key.align_a,
+        key.align_b, key.align_c, workspace_bytes));
   }
   plan->algo = result.algo;
   const GemmPlan* out = plan.get();
