@@ -221,17 +221,14 @@ int Run(const Flags& flags) {
               world, flags.channels, flags.duration_s);
 
   std::vector<std::shared_ptr<grpc::Channel>> channels = MakeChannels(address, flags.channels);
-  std::vector<SimStubs> stubs(channels.size());
-  for (size_t i = 0; i < channels.size(); ++i) {
-    stubs[i].nodes = v1::NodeService::NewStub(channels[i]);
-    stubs[i].rendezvous = v1::RendezvousService::NewStub(channels[i]);
-  }
+  std::vector<std::unique_ptr<SimStubs>> stubs;
+  for (auto& channel : channels) stubs.push_back(std::make_unique<SimStubs>(channel));
   std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channels[0]);
   for (auto& c : channels) c->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
 
   SimRecorder recorder;
   std::vector<std::unique_ptr<SimNode>> nodes;
-  for (int i = 0; i < n; ++i) nodes.push_back(std::make_unique<SimNode>(i, flags.gpus, &stubs[i % stubs.size()], &recorder));
+  for (int i = 0; i < n; ++i) nodes.push_back(std::make_unique<SimNode>(i, flags.gpus, stubs[i % stubs.size()].get(), &recorder));
   std::atomic<bool> stop{false};
   std::thread heartbeats([&] { HeartbeatLoop(nodes, stop, std::chrono::seconds(1)); });
   std::vector<Row> rows;
@@ -276,6 +273,10 @@ int Run(const Flags& flags) {
                            Seconds(recorder.last(Count::kAssignments) - t_submit), 0));
       rows.push_back(Timed(absl::StrCat("submit -> NCCL unique id at all ", world, " ranks"),
                            Seconds(recorder.last(Count::kRankIds) - t_submit), 1.0));
+      const SimRecorder::PlacementParse parse = recorder.placement_parse();
+      if (parse.world_size != world) fail(absl::StrCat("node 0's placement has world size ", parse.world_size));
+      rows.push_back({absl::StrFormat("  (one worker parses its placement: %d ranks, %zu KB)", world, parse.bytes >> 10),
+                      "-", absl::StrFormat("%.3f ms", parse.ms), "-"});
       const v1::Job running =
           WaitForState(jobs.get(), job_id, v1::JOB_STATE_RUNNING, steady_clock::now() + phase_timeout, false, nullptr);
       if (running.state() != v1::JOB_STATE_RUNNING) {

@@ -35,7 +35,7 @@ std::string RandomId() {
   return id;
 }
 
-void FillScope(v1::RendezvousScope* scope, const v1::StartRanks& start, int rank) {
+void FillScope(v1::RendezvousScope* scope, const SimStartRanks& start, int rank) {
   scope->set_job_id(start.job_id());
   scope->set_generation(start.generation());
   scope->set_rank(rank);
@@ -43,6 +43,12 @@ void FillScope(v1::RendezvousScope* scope, const v1::StartRanks& start, int rank
 }
 
 }  // namespace
+
+SimStubs::SimStubs(std::shared_ptr<grpc::Channel> c)
+    : channel(std::move(c)),
+      nodes(v1::NodeService::NewStub(channel)),
+      rendezvous(v1::RendezvousService::NewStub(channel)),
+      session("/ringmaster.v1.NodeService/Session", grpc::internal::RpcMethod::BIDI_STREAMING, channel) {}
 
 SimNode::SimNode(int index, int gpus, SimStubs* stubs, SimRecorder* recorder)
     : index_(index),
@@ -92,7 +98,8 @@ void SimNode::OnRegistered(const grpc::Status& status) {
     v1::WorkerMessage open;
     open.mutable_open()->set_node_id(node_id_);
     open.mutable_open()->set_session_id(register_response_.session_id());
-    stubs_->nodes->async()->Session(&session_context_, this);
+    grpc::internal::ClientCallbackReaderWriterFactory<v1::WorkerMessage, SimCoordinatorMessage>::Create(
+        stubs_->channel.get(), stubs_->session, &session_context_, this);
     StartRead(&incoming_);
     open_ = true;
     QueueLocked(std::move(open), false);
@@ -155,13 +162,13 @@ void SimNode::OnWriteDone(bool ok) {
 void SimNode::OnReadDone(bool ok) {
   if (!ok) return;  // the stream ended; OnDone follows
   switch (incoming_.kind_case()) {
-    case v1::CoordinatorMessage::kLease:
+    case SimCoordinatorMessage::kLease:
       HandleLease();
       break;
-    case v1::CoordinatorMessage::kStart:
+    case SimCoordinatorMessage::kStart:
       HandleStart(incoming_.start());
       break;
-    case v1::CoordinatorMessage::kStop: {
+    case SimCoordinatorMessage::kStop: {
       recorder_->OnStop();
       std::lock_guard<std::mutex> lock(mu_);
       ranks_.clear();
@@ -191,8 +198,15 @@ void SimNode::HandleLease() {
   if (first) recorder_->OnSessionReady(now);
 }
 
-void SimNode::HandleStart(const v1::StartRanks& start) {
+void SimNode::HandleStart(const SimStartRanks& start) {
   recorder_->OnAssignment(Now());
+  if (index_ == 0) {  // what each real worker does with its own copy
+    const SteadyTime begin = Now();
+    v1::Placement placement;
+    const bool ok = placement.ParseFromString(start.placement());
+    recorder_->OnPlacementParsed(std::chrono::duration<double, std::milli>(Now() - begin).count(),
+                                 start.placement().size(), ok ? placement.world_size() : -1);
+  }
   v1::WorkerMessage answer;
   v1::StartRanksResult* result = answer.mutable_start_result();
   result->set_job_id(start.job_id());
@@ -208,7 +222,7 @@ void SimNode::HandleStart(const v1::StartRanks& start) {
   for (int32_t rank : start.global_ranks()) StartRendezvous(start, rank);
 }
 
-void SimNode::StartRendezvous(const v1::StartRanks& start, int rank) {
+void SimNode::StartRendezvous(const SimStartRanks& start, int rank) {
   if (rank == 0) {  // the communicator's rank 0 creates the id (ncclGetUniqueId) and publishes it
     auto* call = new Call<v1::PublishNcclUniqueIdRequest, v1::PublishNcclUniqueIdResponse>();
     BeginCall();

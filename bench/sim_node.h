@@ -11,7 +11,8 @@
 //   times it until its LeaseGrant: the stream is ordered and every heartbeat
 //   is answered by exactly one grant, so grants match heartbeats first in,
 //   first out.
-//   StartRanks -> the order's arrival is recorded, a StartRanksResult
+//   StartRanks (its placement kept as bytes: sim_messages.proto; node 0
+//   parses it, timed, as a worker would) -> the order's arrival is recorded, a StartRanksResult
 //   (all started) goes back, and each rank does what a trainer does for its
 //   NCCL communicator "world", presenting the order's generation and
 //   rendezvous secret: rank 0 publishes a 128-byte unique id, every other
@@ -30,8 +31,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/sim_messages.pb.h"
 #include "bench/sim_recorder.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/client_callback.h"
+#include "grpcpp/impl/codegen/rpc_method.h"
 #include "proto/node_service.grpc.pb.h"
 #include "proto/rendezvous_service.grpc.pb.h"
 
@@ -39,11 +43,16 @@ namespace ringmaster::bench {
 
 // The stubs a node uses (one set per channel, shared by its nodes).
 struct SimStubs {
+  explicit SimStubs(std::shared_ptr<grpc::Channel> channel);
+
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::NodeService::Stub> nodes;
   std::unique_ptr<v1::RendezvousService::Stub> rendezvous;
+  // NodeService.Session, read as SimCoordinatorMessage (sim_messages.proto).
+  grpc::internal::RpcMethod session;
 };
 
-class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
+class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinatorMessage> {
  public:
   // `stubs` and `recorder` must outlive the node.
   SimNode(int index, int gpus, SimStubs* stubs, SimRecorder* recorder);
@@ -71,11 +80,11 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::Coordinato
   };
 
   void OnRegistered(const grpc::Status& status);
-  void HandleStart(const v1::StartRanks& start);
+  void HandleStart(const SimStartRanks& start);
   void HandleLease();
   // What rank `rank` of the order does for its communicator, with the
   // order's job, generation and rendezvous secret.
-  void StartRendezvous(const v1::StartRanks& start, int rank);
+  void StartRendezvous(const SimStartRanks& start, int rank);
   // Queues a message; starts the write if none is in flight. Lock held.
   void QueueLocked(v1::WorkerMessage message, bool heartbeat);
   void PumpLocked();
@@ -93,7 +102,7 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::Coordinato
   v1::RegisterNodeRequest register_request_;
   v1::RegisterNodeResponse register_response_;
   grpc::ClientContext session_context_;
-  v1::CoordinatorMessage incoming_;
+  SimCoordinatorMessage incoming_;
 
   mutable std::mutex mu_;
   std::condition_variable done_cv_;

@@ -62,6 +62,16 @@ void SimRecorder::OnStop() {
   ++stops_;
 }
 
+void SimRecorder::OnPlacementParsed(double ms, size_t bytes, int world_size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  placement_parse_ = {ms, bytes, world_size};
+}
+
+SimRecorder::PlacementParse SimRecorder::placement_parse() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return placement_parse_;
+}
+
 int SimRecorder::count(Count what) const {
   std::lock_guard<std::mutex> lock(mu_);
   return counts_[static_cast<int>(what)];

@@ -38,6 +38,14 @@ class SimRecorder {
   void OnHeartbeat(SteadyTime sent, double ms);
   void OnError(const std::string& what);      // kept (first few) and counted
   void OnStop();
+  // Node 0 parsed its StartRanks' placement (world_size -1: it did not parse).
+  void OnPlacementParsed(double ms, size_t bytes, int world_size);
+  struct PlacementParse {
+    double ms = 0;
+    size_t bytes = 0;
+    int world_size = 0;
+  };
+  PlacementParse placement_parse() const;
 
   // Events counted: nodes with a session (first grant), nodes with their
   // assignment, ranks whose id call ended, exit reports answered.
@@ -69,6 +77,7 @@ class SimRecorder {
   std::vector<HeartbeatSample> heartbeats_;
   std::vector<std::string> first_errors_;
   std::string published_id_;
+  PlacementParse placement_parse_;
 };
 
 }  // namespace ringmaster::bench
