@@ -151,7 +151,8 @@ absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& gra
   return absl::OkStatus();
 }
 
-std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry, const std::string& node_id) const {
+std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry, const std::string& node_id,
+                                                          std::shared_ptr<const v1::Placement> placement) const {
   const v1::Job& job = entry.record.job;
   StartOrder order;
   for (const v1::RankAssignment& r : job.placement().ranks()) {
@@ -162,7 +163,8 @@ std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry,
   order.job_id = job.id();
   order.generation = job.generation();
   order.spec = job.spec();
-  order.placement = job.placement();
+  order.placement =
+      placement != nullptr ? std::move(placement) : std::make_shared<const v1::Placement>(job.placement());
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
   if (resume.ok()) order.resume_from = *std::move(resume);
   order.checkpoint_dir = !job.spec().checkpoint().directory().empty()
@@ -183,8 +185,10 @@ void JobController::DispatchLocked(JobEntry& entry) {
   for (const v1::RankAssignment& r : job.placement().ranks()) {
     if (node_ids.empty() || node_ids.back() != r.node_id()) node_ids.push_back(r.node_id());
   }
+  // One copy of the placement for every node's order (not one per node).
+  const auto placement = std::make_shared<const v1::Placement>(job.placement());
   for (const std::string& node_id : node_ids) {
-    std::optional<StartOrder> order = StartOrderLocked(entry, node_id);
+    std::optional<StartOrder> order = StartOrderLocked(entry, node_id, placement);
     for (JobListener* l : listeners_) l->OnStartRanks(*order);
   }
   if (job.state() != v1::JOB_STATE_PLACED) return;
