@@ -43,10 +43,11 @@ out=$(node deploy/tests/validate_k8s.mjs "$models" <"$tmp/broken.json" 2>&1) && 
 grep -q 'selector' <<<"$out" && grep -q 'containerPort' <<<"$out" || { echo "FAIL: errors not named: $out"; exit 1; }
 echo "ok: broken objects are rejected"
 
-"$py" - "$tmp/all.json" deploy/prometheus/prometheus-kubernetes.yml <<'PY' || exit 1
-import json, sys, yaml
+"$py" - "$tmp/all.json" deploy/prometheus/prometheus-kubernetes.yml deploy/prometheus/prometheus-kubernetes-sd.yml <<'PY' || exit 1
+import json, re, sys, yaml
 objs = json.load(open(sys.argv[1]))
 prom = yaml.safe_load(open(sys.argv[2]))
+sd = yaml.safe_load(open(sys.argv[3]))["scrape_configs"][0]  # Debian's promtool cannot check it: check what it selects
 by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
 errors = []
 def need(cond, what):
@@ -89,9 +90,22 @@ if ss and ds:
         svc_name = job["dns_sd_configs"][0]["names"][0].split(".")[0]
         svc = by.get(("Service", svc_name))
         need(svc and svc["spec"].get("clusterIP") == "None" and svc["spec"]["ports"][0]["port"] == port, f"headless Service {svc_name} on port {port}")
+def relabel(source):
+    return next(r for r in sd["relabel_configs"] if r.get("source_labels") == [source])
+need(sd["kubernetes_sd_configs"][0]["namespaces"]["names"] == ["ringmaster"], "-sd: the namespace ringmaster")
+for o in (ss, ds):
+    meta = o["spec"]["template"]["metadata"]
+    name_rule = relabel("__meta_kubernetes_pod_label_app_kubernetes_io_name")
+    scrape_rule = relabel("__meta_kubernetes_pod_annotation_prometheus_io_scrape")
+    job_rule = relabel("__meta_kubernetes_pod_label_app_kubernetes_io_component")
+    comp = meta["labels"]["app.kubernetes.io/component"]
+    need(re.fullmatch(name_rule["regex"], meta["labels"]["app.kubernetes.io/name"]), f"-sd keeps the {comp} pods by name")
+    need(re.fullmatch(scrape_rule["regex"], meta["annotations"]["prometheus.io/scrape"]), f"-sd keeps the {comp} pods by annotation")
+    job = job_rule["replacement"].replace("$1", comp)
+    need(job in [j["job_name"] for j in prom["scrape_configs"]], f"-sd names the {comp}'s scrape job {job} like prometheus-kubernetes.yml")
 if errors:
     print("FAIL: " + "; ".join(errors)); sys.exit(1)
-print("ok: StatefulSet state claim, DaemonSet GPUs/hostNetwork/RWX checkpoints, Secrets behind the TLS and token flags, scrape ports match Prometheus")
+print("ok: StatefulSet state claim, DaemonSet GPUs/hostNetwork/RWX checkpoints, Secrets behind the TLS and token flags, scrape ports and pod discovery match deploy/prometheus")
 PY
 # Every flag the containers pass is one the binary has (given the binaries).
 if [ $# -ge 2 ]; then
