@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Submit -> first training step on a local cluster (issue #5; goal < 3 s).
 #
-# Starts a coordinator and one worker with 2 CPU slots on loopback (temporary
-# state directory, like tests/cluster_test.sh), then REPEATS times: submits
+# Starts a coordinator and one worker with 2 CPU slots on loopback
+# (tests/cluster_lib.sh, as the cluster tests do), then REPEATS times: submits
 # examples/fashion_mnist_mlp.yaml (2 data-parallel CPU ranks, Gloo over the
 # coordinator's rendezvous, real Fashion-MNIST loading), waits for the first
 # step, cancels the job and waits until it is CANCELLED and its slots are
@@ -21,8 +21,9 @@
 # job's submit_time), schedule (-> PLACED), dispatch (-> STARTING: the start
 # order sent), processes (-> RUNNING: every rank started and made its first
 # rendezvous call), rendezvous (-> the last rank's "joined" log line: Gloo
-# connected), data + step 1 (-> the step's time: dataset load, model build,
-# the first step).
+# connected; the line's time is when the worker read it, so this part may
+# include some of the next), data + step 1 (-> the step's time: dataset load,
+# model build, the first step).
 #
 # Usage: bench/submit_to_first_step.sh [REPEATS] (binaries from bazel-bin, or
 # CLI COORDINATOR WORKER TRAINER SPEC after REPEATS).
@@ -35,36 +36,13 @@ worker=$(realpath "${4:-$root/bazel-bin/worker/ringmaster-worker}")
 trainer=$(realpath "${5:-$root/bazel-bin/engine/ringmaster-trainer}")
 spec=$(realpath "${6:-$root/examples/fashion_mnist_mlp.yaml}")
 
-state=$(mktemp -d /tmp/rm-first-step-XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for _ in $(seq 100); do
-    alive=0
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive -eq 0 ] && break
-    sleep 0.1
-  done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$state"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-addr="127.0.0.1:$port"
-"$coordinator" --listen "$addr" --state-dir "$state/coordinator" --metrics-listen "" >"$state/coordinator.log" 2>&1 &
-pids+=($!)
-"$worker" --coordinator "$addr" --cpu-slots 2 --state-dir "$state/w" --trainer "$trainer" \
-  --listen-address 127.0.0.1 --node-name bench-node --metrics-listen "" >"$state/worker.log" 2>&1 &
-pids+=($!)
-rm_cli() { "$cli" --coordinator "$addr" "$@"; }
-for _ in $(seq 150); do
-  [ "$(rm_cli nodes 2>/dev/null | grep -c READY)" -ge 1 ] && break
-  sleep 0.2
-done
-[ "$(rm_cli nodes 2>/dev/null | grep -c READY)" -ge 1 ] || fail "the worker did not register"
+# The loopback cluster of the tests (tests/cluster_lib.sh): temporary state,
+# a free port, everything stopped and reaped on exit.
+source "$root/tests/cluster_lib.sh"
+cluster_init "$cli" "$coordinator" "$worker" "$trainer"
+start_coordinator
+start_worker bench-node 2
+wait_nodes_ready 1
 
 echo "local cluster: coordinator $addr, 1 worker x 2 CPU slots; spec $(basename "$spec") (2 ranks); $(nproc) cores"
 results="$state/results.txt"
@@ -126,7 +104,8 @@ for line in open(sys.argv[3]):
             joined.append(utc(l["time"]))
 marks = [("submit", utc(job["submitTime"])), ("schedule", events.get("PLACED")),
          ("dispatch", events.get("STARTING")), ("processes", events.get("RUNNING")),
-         ("rendezvous", max(joined) if joined else None), ("data+step1", first_step)]
+         # The worker stamps a log line when it reads it: at most the first step's time.
+         ("rendezvous", min(max(joined), first_step) if joined else None), ("data+step1", first_step)]
 parts, last = [], t0
 for name, t in marks:
     if t is None:
