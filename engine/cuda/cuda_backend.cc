@@ -135,10 +135,7 @@ Tensor CudaBackend::Empty(const Shape& shape, DType dtype) {
 
 Tensor CudaBackend::Zeros(const Shape& shape, DType dtype) {
   Tensor t = Empty(shape, dtype);
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(t.raw(), 0, t.bytes(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(cudaMemsetAsync(t.raw(), 0, t.bytes(), compute_stream()));
   return t;
 }
 
@@ -146,11 +143,7 @@ void CudaBackend::CopyFromHost(const Tensor& host_src, const Tensor& dst) {
   ENGINE_CHECK(host_src.device() == Device::kCpu && dst.device() == Device::kCuda, "CopyFromHost devices");
   ENGINE_CHECK(host_src.dtype() == dst.dtype() && host_src.numel() == dst.numel(), "CopyFromHost {} -> {}",
                ShapeString(host_src.shape()), ShapeString(dst.shape()));
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst.raw(), host_src.raw(), dst.bytes(), cudaMemcpyHostToDevice, compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(cudaMemcpyAsync(dst.raw(), host_src.raw(), dst.bytes(), cudaMemcpyHostToDevice, compute_stream()));
 }
 
 void CudaBackend::CopyToHost(const Tensor& src, const Tensor& host_dst) {
@@ -169,38 +162,26 @@ void CudaBackend::Copy(const Tensor& src, const Tensor& dst) {
   ENGINE_CHECK(src.dtype() == dst.dtype() && src.numel() == dst.numel(), "Copy {} -> {}", ShapeString(src.shape()),
                ShapeString(dst.shape()));
   if (src.raw() == dst.raw()) return;
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, compute_stream()));
 }
 
 // ------------------------------------------------------------- elementwise
 
 void CudaBackend::Fill(const Tensor& x, float value) {
   CheckDeviceF32(x, "Fill x");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchFill(F32(x), x.numel(), value, compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchFill(F32(x), x.numel(), value, compute_stream()));
 }
 
 void CudaBackend::Scale(const Tensor& x, float alpha) {
   CheckDeviceF32(x, "Scale x");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchScale(F32(x), x.numel(), alpha, compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchScale(F32(x), x.numel(), alpha, compute_stream()));
 }
 
 void CudaBackend::Axpy(float alpha, const Tensor& x, const Tensor& y) {
   CheckDeviceF32(x, "Axpy x");
   CheckDeviceF32(y, "Axpy y");
   CheckSameNumelCuda(x, y, "Axpy");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchAxpy(alpha, F32(x), F32(y), x.numel(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchAxpy(alpha, F32(x), F32(y), x.numel(), compute_stream()));
 }
 
 void CudaBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -209,10 +190,7 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
   CheckDeviceF32(out, "Add out");
   CheckSameNumelCuda(a, b, "Add");
   CheckSameNumelCuda(a, out, "Add");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchAdd(F32(a), F32(b), F32(out), a.numel(), impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchAdd(F32(a), F32(b), F32(out), a.numel(), impl_->round(), compute_stream()));
 }
 
 void CudaBackend::Convert(const Tensor& src, const Tensor& dst) {
@@ -223,21 +201,15 @@ void CudaBackend::Convert(const Tensor& src, const Tensor& dst) {
     Copy(src, dst);
     return;
   }
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchConvert(src.raw(), AsFloatType(src.dtype()), dst.raw(),
-                                                AsFloatType(dst.dtype()), src.numel(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchConvert(src.raw(), AsFloatType(src.dtype()), dst.raw(), AsFloatType(dst.dtype()),
+                                    src.numel(), compute_stream()));
 }
 
 void CudaBackend::RoundInPlace(const Tensor& x, DType dtype) {
   CheckDeviceF32(x, "RoundInPlace x");
   ENGINE_CHECK(dtype != DType::kI32, "RoundInPlace to i32");
   if (dtype == DType::kF32) return;
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchRound(F32(x), F32(x), x.numel(), AsFloatType(dtype), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchRound(F32(x), F32(x), x.numel(), AsFloatType(dtype), compute_stream()));
 }
 
 void CudaBackend::NonFiniteCheck(const std::vector<Tensor>& tensors, const Tensor& flag) {

@@ -90,6 +90,14 @@ struct CudaBackend::Impl {
   absl::Status Gemm(const GemmCall& call);
 };
 
+// The body of an op that is one CUDA call or kernel launch (cudaError_t):
+// run through impl_->Run, its failure kept with the call's text and file:line.
+#define RM_CUDA_OP(expr)                 \
+  impl_->Run([&]() -> absl::Status {     \
+    CUDA_RETURN_IF_ERROR(expr);          \
+    return absl::OkStatus();             \
+  })
+
 // Device-tensor checks shared by the ops (violations are caller bugs).
 inline void CheckDeviceF32(const Tensor& t, const char* what) {
   ENGINE_CHECK(t.defined() && t.dtype() == DType::kF32 && t.device() == Device::kCuda,

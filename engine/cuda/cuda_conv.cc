@@ -156,11 +156,7 @@ void CudaBackend::MaxPool2dForward(const Tensor& x, int64_t k, int64_t s, const 
   ENGINE_CHECK(x.dim(0) == y.dim(0) && x.dim(1) == y.dim(1) && y.dim(2) == (h - k) / s + 1 &&
                    y.dim(3) == (w - k) / s + 1,
                "maxpool y {} for x {}", ShapeString(y.shape()), ShapeString(x.shape()));
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(
-        kernels::LaunchMaxPoolForward(F32(x), x.dim(0) * x.dim(1), h, w, k, s, F32(y), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchMaxPoolForward(F32(x), x.dim(0) * x.dim(1), h, w, k, s, F32(y), compute_stream()));
 }
 
 void CudaBackend::MaxPool2dBackward(const Tensor& x, const Tensor& dy, int64_t k, int64_t s, const Tensor& dx) {
@@ -171,11 +167,8 @@ void CudaBackend::MaxPool2dBackward(const Tensor& x, const Tensor& dy, int64_t k
   const int64_t h = x.dim(2), w = x.dim(3);
   ENGINE_CHECK(dy.dim(2) == (h - k) / s + 1 && dy.dim(3) == (w - k) / s + 1, "maxpool dy {}",
                ShapeString(dy.shape()));
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchMaxPoolBackward(F32(x), F32(dy), x.dim(0) * x.dim(1), h, w, k, s, F32(dx),
-                                                        impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchMaxPoolBackward(F32(x), F32(dy), x.dim(0) * x.dim(1), h, w, k, s, F32(dx), impl_->round(),
+                                            compute_stream()));
 }
 
 }  // namespace ringmaster::engine

@@ -55,10 +55,7 @@ void CudaBackend::ReluForward(const Tensor& x, const Tensor& y) {
   CheckDeviceF32(x, "Relu x");
   CheckDeviceF32(y, "Relu y");
   CheckSameNumelCuda(x, y, "Relu");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchRelu(F32(x), F32(y), x.numel(), impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchRelu(F32(x), F32(y), x.numel(), impl_->round(), compute_stream()));
 }
 
 void CudaBackend::ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
@@ -67,20 +64,14 @@ void CudaBackend::ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& 
   CheckDeviceF32(dx, "ReluBackward dx");
   CheckSameNumelCuda(y, dy, "ReluBackward");
   CheckSameNumelCuda(y, dx, "ReluBackward");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchReluBackward(F32(y), F32(dy), F32(dx), y.numel(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchReluBackward(F32(y), F32(dy), F32(dx), y.numel(), compute_stream()));
 }
 
 void CudaBackend::GeluForward(const Tensor& x, const Tensor& y) {
   CheckDeviceF32(x, "Gelu x");
   CheckDeviceF32(y, "Gelu y");
   CheckSameNumelCuda(x, y, "Gelu");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchGelu(F32(x), F32(y), x.numel(), impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchGelu(F32(x), F32(y), x.numel(), impl_->round(), compute_stream()));
 }
 
 void CudaBackend::GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
@@ -89,11 +80,7 @@ void CudaBackend::GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& 
   CheckDeviceF32(dx, "GeluBackward dx");
   CheckSameNumelCuda(x, dy, "GeluBackward");
   CheckSameNumelCuda(x, dx, "GeluBackward");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(
-        kernels::LaunchGeluBackward(F32(x), F32(dy), F32(dx), x.numel(), impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchGeluBackward(F32(x), F32(dy), F32(dx), x.numel(), impl_->round(), compute_stream()));
 }
 
 void CudaBackend::DropoutForward(const Tensor& x, float p, uint64_t key, const Tensor& mask, const Tensor& y) {
@@ -103,11 +90,7 @@ void CudaBackend::DropoutForward(const Tensor& x, float p, uint64_t key, const T
   CheckSameNumelCuda(x, mask, "Dropout");
   CheckSameNumelCuda(x, y, "Dropout");
   ENGINE_CHECK(p >= 0.0f && p < 1.0f, "dropout p = {}", p);
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchDropout(F32(x), p, key, F32(mask), F32(y), x.numel(), impl_->round(),
-                                                compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchDropout(F32(x), p, key, F32(mask), F32(y), x.numel(), impl_->round(), compute_stream()));
 }
 
 void CudaBackend::DropoutBackward(const Tensor& dy, const Tensor& mask, const Tensor& dx) {
@@ -116,11 +99,7 @@ void CudaBackend::DropoutBackward(const Tensor& dy, const Tensor& mask, const Te
   CheckDeviceF32(dx, "DropoutBackward dx");
   CheckSameNumelCuda(dy, mask, "DropoutBackward");
   CheckSameNumelCuda(dy, dx, "DropoutBackward");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(
-        kernels::LaunchMul(F32(dy), F32(mask), F32(dx), dy.numel(), impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchMul(F32(dy), F32(mask), F32(dx), dy.numel(), impl_->round(), compute_stream()));
 }
 
 // --------------------------------------------------------------- embedding
@@ -133,11 +112,8 @@ void CudaBackend::EmbeddingForward(const Tensor& tokens, const Tensor& wte, cons
   CheckDeviceF32(out, "embedding out");
   const int64_t b = tokens.dim(0), t = tokens.dim(1), v = wte.dim(0), c = wte.dim(1);
   ENGINE_CHECK(wpe.dim(1) == c && wpe.dim(0) >= t && out.numel() == b * t * c, "embedding shapes");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchEmbeddingForward(I32(tokens), F32(wte), F32(wpe), b, t, v, c, F32(out),
-                                                         impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchEmbeddingForward(I32(tokens), F32(wte), F32(wpe), b, t, v, c, F32(out), impl_->round(),
+                                             compute_stream()));
 }
 
 void CudaBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
@@ -149,11 +125,8 @@ void CudaBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& dout, co
   CheckDeviceF32(dwpe, "dwpe");
   const int64_t b = tokens.dim(0), t = tokens.dim(1), v = dwte.dim(0), c = dwte.dim(1);
   ENGINE_CHECK(dwpe.dim(1) == c && dwpe.dim(0) >= t && dout.numel() == b * t * c, "embedding backward shapes");
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchEmbeddingBackward(I32(tokens), F32(dout), b, t, v, c, F32(dwte), F32(dwpe),
-                                                          compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(
+      kernels::LaunchEmbeddingBackward(I32(tokens), F32(dout), b, t, v, c, F32(dwte), F32(dwpe), compute_stream()));
 }
 
 // --------------------------------------------------------------- attention

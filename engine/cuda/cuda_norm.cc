@@ -113,11 +113,8 @@ void CudaBackend::LayerNormForward(const Tensor& x, const Tensor& gamma, const T
   ENGINE_CHECK(y.numel() == x.numel(), "ln y");
   CheckChannelVecs({&gamma, &beta}, c);
   CheckChannelVecs({&mean, &rstd}, rows);
-  impl_->Run([&] {
-    CUDA_RETURN_IF_ERROR(kernels::LaunchLayerNormForward(F32(x), F32(gamma), F32(beta), eps, rows, c, F32(y),
-                                                         F32(mean), F32(rstd), impl_->round(), compute_stream()));
-    return absl::OkStatus();
-  });
+  RM_CUDA_OP(kernels::LaunchLayerNormForward(F32(x), F32(gamma), F32(beta), eps, rows, c, F32(y), F32(mean), F32(rstd),
+                                             impl_->round(), compute_stream()));
 }
 
 void CudaBackend::LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
