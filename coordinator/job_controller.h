@@ -283,6 +283,12 @@ class JobController : public RendezvousListener {
 
   // job_controller_lifecycle.cc
   void ScheduleLocked();
+  // Elastic jobs (restart.elastic): how many nodes to ask for now, between
+  // min_nodes and resources.nodes: fewer only while fewer schedulable nodes
+  // could hold the job at all (lost or drained ones), never because some are
+  // busy for a moment.
+  int32_t ElasticNodesLocked(const JobEntry& entry, const std::vector<NodeCapacity>& capacity,
+                             const std::set<std::string>& excluded) const;
   // The nodes in the job's cool-down, unless it needs them to be placed at all.
   std::set<std::string> ExcludedNodesLocked(const JobEntry& entry, const std::vector<NodeCapacity>& capacity) const;
   absl::Status PlaceLocked(JobEntry& entry, const JobPlacement& granted);

@@ -219,6 +219,37 @@ TEST_F(JobControllerFailureTest, ANodeThatFailsTheJobTwiceIsLeftOutForTheCooldow
   EXPECT_EQ(MustGet(id).placement().ranks(0).node_id(), a);
 }
 
+// An elastic job (min 2 of 3 nodes) that loses a node and has no spare
+// continues on the 2 left: world and data-parallel size 2, in the placement
+// and in the spec its ranks get.
+TEST_F(JobControllerFailureTest, AnElasticJobContinuesOnFewerNodes) {
+  AddNode("host-a", 1);
+  AddNode("host-b", 1);
+  AddNode("host-c", 1);
+  v1::JobSpec spec = MakeSpec(3, 1);
+  spec.mutable_data()->set_batch_size(12);
+  spec.mutable_restart()->mutable_elastic()->set_min_nodes(2);
+  std::string id = MustSubmit(spec);
+  RunToRunning(id);
+  const std::string victim = MustGet(id).placement().ranks(2).node_id();
+  AdvanceWithHeartbeats(absl::Seconds(15), {victim});
+  controller_->Tick();
+  ASSERT_EQ(State(id), v1::JOB_STATE_RESTARTING);
+  Exit(id, 0, -1, "", /*stopped_by_worker=*/true, 1);
+  Exit(id, 1, -1, "", /*stopped_by_worker=*/true, 1);
+  listener_.Clear();
+  controller_->Tick();
+  v1::Job job = MustGet(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_STARTING) << job.message();
+  EXPECT_EQ(job.placement().nodes(), 2);
+  EXPECT_EQ(job.placement().world_size(), 2);
+  EXPECT_EQ(job.placement().data_parallel_size(), 2);
+  for (const v1::RankAssignment& r : job.placement().ranks()) EXPECT_NE(r.node_id(), victim);
+  ASSERT_FALSE(listener_.starts().empty());
+  EXPECT_EQ(listener_.starts().back().spec.resources().nodes(), 2);
+  EXPECT_EQ(listener_.starts().back().spec.parallelism().data(), 2);
+}
+
 // A lost node that comes back with its old rank still alive: the rank is
 // told to stop and keeps its GPU until it has exited.
 TEST_F(JobControllerFailureTest, LostNodeThatComesBackStopsItsOldRanks) {

@@ -58,6 +58,28 @@ std::string DescribeExit(const RankExit& exit, const std::string& hostname) {
 
 // ---- scheduling and starting ----
 
+int32_t JobController::ElasticNodesLocked(const JobEntry& entry, const std::vector<NodeCapacity>& capacity,
+                                          const std::set<std::string>& excluded) const {
+  const v1::JobSpec& spec = entry.record.job.spec();
+  const int32_t wanted = spec.resources().nodes();
+  if (!spec.restart().has_elastic() || spec.restart().elastic().min_nodes() >= wanted) return wanted;
+  const bool cuda = spec.resources().device() != v1::ResourceSpec::CPU;
+  const int32_t per_node =
+      cuda ? spec.resources().ranks_per_node() : spec.resources().ranks_per_node() * spec.resources().cpus_per_rank();
+  int32_t could_hold = 0;  // schedulable nodes that could hold the job's ranks when free
+  for (const NodeCapacity& n : capacity) {
+    if (excluded.count(n.node_id) > 0) continue;
+    bool selected = true;
+    for (const auto& [key, value] : spec.resources().node_selector()) {
+      auto it = n.labels.find(key);
+      selected &= it != n.labels.end() && it->second == value;
+    }
+    const int32_t total = cuda ? static_cast<int32_t>(n.gpu_uuids.size()) : n.cpu_slots;
+    if (selected && total >= per_node) ++could_hold;
+  }
+  return std::max(spec.restart().elastic().min_nodes(), std::min(wanted, could_hold));
+}
+
 std::set<std::string> JobController::ExcludedNodesLocked(const JobEntry& entry,
                                                          const std::vector<NodeCapacity>& capacity) const {
   std::set<std::string> excluded = entry.strikes.Excluded(clock_->Now(), options_.node_strikes);
@@ -81,7 +103,11 @@ void JobController::ScheduleLocked() {
   if (queue.empty()) return;
   const absl::Time pass_start = clock_->Now();
   const std::vector<NodeCapacity> capacity = nodes_->SchedulableCapacity();
-  for (JobRequest& q : queue) q.excluded_nodes = ExcludedNodesLocked(jobs_.at(q.job_id), capacity);
+  for (JobRequest& q : queue) {
+    const JobEntry& entry = jobs_.at(q.job_id);
+    q.excluded_nodes = ExcludedNodesLocked(entry, capacity);
+    q.nodes = ElasticNodesLocked(entry, capacity, q.excluded_nodes);
+  }
   ScheduleResult result = Schedule(std::move(queue), capacity);
   for (const JobPlacement& placed : result.placed) {
     JobEntry& entry = jobs_.at(placed.job_id);
@@ -106,9 +132,12 @@ absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& gra
   const v1::JobSpec& spec = job.spec();
   const int64_t gen = job.generation() + 1;
   const bool cuda = spec.resources().device() != v1::ResourceSpec::CPU;
-  ASSIGN_OR_RETURN(v1::Placement placement,
-                   BuildPlacement(gen, spec.resources().ranks_per_node(), spec.parallelism().data(),
-                                  spec.parallelism().pipeline(), granted.nodes, cuda));
+  // Elastic: the data-parallel size follows the node count (the global batch
+  // stays; the trainer splits it over the ranks there are).
+  const int32_t data = static_cast<int32_t>(granted.nodes.size()) * spec.resources().ranks_per_node() /
+                       spec.parallelism().pipeline();
+  ASSIGN_OR_RETURN(v1::Placement placement, BuildPlacement(gen, spec.resources().ranks_per_node(), data,
+                                                           spec.parallelism().pipeline(), granted.nodes, cuda));
   for (const NodeGrant& grant : granted.nodes) {
     std::vector<RankSlot> slots;
     for (const v1::RankAssignment& r : placement.ranks()) {
@@ -163,6 +192,9 @@ std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry,
   order.job_id = job.id();
   order.generation = job.generation();
   order.spec = job.spec();
+  // The generation's own shape (an elastic job may run on fewer nodes).
+  order.spec.mutable_resources()->set_nodes(job.placement().nodes());
+  order.spec.mutable_parallelism()->set_data(job.placement().data_parallel_size());
   order.placement =
       placement != nullptr ? std::move(placement) : std::make_shared<const v1::Placement>(job.placement());
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());

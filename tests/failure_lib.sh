@@ -77,14 +77,14 @@ stop_daemons() {
   no_trainers
 }
 
-# submit_job STEPS INTERVAL PROGRESS_TIMEOUT: prints the job id.
+# submit_job STEPS INTERVAL PROGRESS_TIMEOUT [--set ...]: prints the job id.
 submit_job() {
   local out
   out=$(rm_cli submit "$spec" --set resources.nodes=2 --set resources.ranks_per_node=1 \
     --set resources.cpus_per_rank=1 --set parallelism.data=2 --set training.steps="$1" \
     --set training.log_interval_steps=1 --set checkpoint.interval_steps="$2" --set checkpoint.keep=100 \
     --set lr_schedule.warmup_steps=5 --set restart.max_restarts=3 \
-    --set restart.progress_timeout_seconds="$3" 2>&1) || fail "submit: $out"
+    --set restart.progress_timeout_seconds="$3" "${@:4}" 2>&1) || fail "submit: $out"
   job_id_of "$out"
 }
 
@@ -173,6 +173,10 @@ lost = reached - resume_step
 check(lost <= interval, f"steps lost {lost} (reached {reached}, resumed from {resume_step}) <= interval {interval}")
 check(resume_step > 0 and resume_step in committed, f"resumed from a committed checkpoint (step {resume_step})")
 check(committed and committed[-1] == steps, f"the last checkpoint is step {steps} ({committed[-1:]})")
+if scenario == "elastic_shrink":
+    p = j.get("placement", {})
+    check(int(p.get("nodes", 0)) == 1 and int(p.get("dataParallelSize", 0)) == 1,
+          f"generation 2 runs on 1 node, data-parallel size 1 (placement: {p.get('nodes')} nodes, data {p.get('dataParallelSize')})")
 if scenario == "trainer_kill":
     check(detection <= 5, f"detected in {detection:.2f} s <= 5 s")
 if scenario == "trainer_stop":

@@ -9,6 +9,9 @@
 #                    state dump is in its log, restarted, completes
 #   worker_kill      kill -9 a worker: its lease lapses, the job restarts on the
 #                    spare node, completes
+#   elastic_shrink   kill -9 a worker of an elastic job (min_nodes 1) with no
+#                    spare node: once the node is lost the job continues on the
+#                    other one, data-parallel size 1, and completes
 #   partition_short  a node's link cut for less than the lease: nothing restarts
 #   partition_long   a node's link cut for longer than the lease: node lost,
 #                    restart on the spare node, completes
@@ -38,7 +41,9 @@ nodes=2
 case $scenario in worker_kill | partition_long) nodes=3 ;; esac  # a spare node to restart on
 
 start_cluster "$2" "$3" "$4" "$5" "$nodes"
-job=$(submit_job "$steps" "$interval" "$progress_timeout")
+elastic=()
+[ "$scenario" = elastic_shrink ] && elastic=(--set restart.elastic.min_nodes=1)
+job=$(submit_job "$steps" "$interval" "$progress_timeout" "${elastic[@]}")
 echo "job $job"
 wait_step 15 || fail "rank 0 never reached step 15"
 
@@ -47,9 +52,8 @@ case $scenario in
     inject_at=$(now); kill -KILL "$(rank_pid 1 0)" ;;
   trainer_stop)
     inject_at=$(now); kill -STOP "$(rank_pid 1 1)" ;;
-  worker_kill)
-    inject_at=$(now); kill -KILL "${worker_pids[2]}"
-    ;;
+  worker_kill | elastic_shrink)
+    inject_at=$(now); kill -KILL "${worker_pids[2]}" ;;
   partition_short)
     inject_at=$(now); partition 2; sleep 1; heal 2 ;;
   partition_long)
