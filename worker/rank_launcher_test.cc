@@ -58,6 +58,8 @@ v1::StartRanks Order() {
   order.mutable_resume_from()->set_step(100);
   (*order.mutable_env())["USER_VAR"] = "x";
   (*order.mutable_env())["RINGMASTER_RANK"] = "99";  // the worker's value wins
+  (*order.mutable_env())["RINGMASTER_RENDEZVOUS_SECRET"] = "from-the-spec";  // so does the order's secret
+  order.set_rendezvous_secret("0123abcd");
   order.mutable_spec()->set_name("tiny");
   return order;
 }
@@ -115,6 +117,7 @@ TEST_F(RankLauncherTest, PrepareFollowsTheTrainerContract) {
   EXPECT_EQ(env["RINGMASTER_RENDEZVOUS"], "grpc:unix:" + dir_.Join("agent.sock"));
   EXPECT_EQ(env["RINGMASTER_RENDEZVOUS_PREFIX"], "j-42/3");
   EXPECT_EQ(env["RINGMASTER_AGENT"], "unix:" + dir_.Join("agent.sock"));
+  EXPECT_EQ(env["RINGMASTER_RENDEZVOUS_SECRET"], "0123abcd");
   EXPECT_EQ(env["RINGMASTER_HOST"], "node-7.example");
   EXPECT_EQ(env["RINGMASTER_RENDEZVOUS_DEADLINE"], "2027-01-15T08:00:00Z");
   EXPECT_EQ(env["RINGMASTER_RESUME_FROM"], "/shared/ckpt/j-42/step-100");
