@@ -15,37 +15,18 @@ set -uo pipefail
 for tool in prometheus promtool curl; do
   command -v $tool >/dev/null || { echo "SKIP: $tool not found (scripts/install-deps.sh test installs prometheus and curl)"; exit 0; }
 done
-cli=$(realpath "$1") coordinator=$(realpath "$2") worker=$(realpath "$3") trainer=$(realpath "$4") spec=$(realpath "$5")
+source tests/cluster_lib.sh  # cluster_init (state dir, gRPC address, cleanup trap), fail, rm_cli, wait_until
 deploy=$(realpath deploy)
-state=$(mktemp -d /tmp/rm-obs-XXXXXX)  # short: the worker's agent socket lives here
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for _ in $(seq 100); do
-    alive=0
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive -eq 0 ] && break
-    sleep 0.1
-  done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$state"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+cluster_init "$1" "$2" "$3" "$4"
+spec=$(realpath "$5")
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# Polls COMMAND every 0.5 s, at most N times; fails with MESSAGE.
-wait_for() {
-  local n=$1 message=$2; shift 2
-  for _ in $(seq "$n"); do "$@" && return 0; sleep 0.5; done
-  fail "$message"
-}
 
-grpc=127.0.0.1:$(free_port) cmetrics=127.0.0.1:$(free_port) wmetrics=127.0.0.1:$(free_port) prom=127.0.0.1:$(free_port)
-"$coordinator" --listen "$grpc" --state-dir "$state/coordinator" --metrics-listen "$cmetrics" \
+# cluster_lib's start_coordinator/start_worker turn /metrics off: these keep it on.
+cmetrics=127.0.0.1:$(free_port) wmetrics=127.0.0.1:$(free_port) prom=127.0.0.1:$(free_port)
+"$coordinator" --listen "$addr" --state-dir "$state/coordinator" --metrics-listen "$cmetrics" \
   --heartbeat-interval 500ms >"$state/coordinator.log" 2>&1 &
 pids+=($!)
-"$worker" --coordinator "$grpc" --cpu-slots 2 --state-dir "$state/w" --trainer "$trainer" --listen-address 127.0.0.1 \
+"$worker" --coordinator "$addr" --cpu-slots 2 --state-dir "$state/w" --trainer "$trainer" --listen-address 127.0.0.1 \
   --node-name obs-node --metrics-listen "$wmetrics" >"$state/worker.log" 2>&1 &
 pids+=($!)
 
@@ -64,22 +45,21 @@ prometheus --config.file="$state/prometheus/prometheus.yml" --storage.tsdb.path=
   --web.listen-address="$prom" >"$state/prometheus.log" 2>&1 &
 pids+=($!)
 
-rm_cli() { "$cli" --coordinator "$grpc" "$@"; }
-wait_for 60 "the worker did not register" bash -c "'$cli' --coordinator '$grpc' nodes 2>/dev/null | grep -q READY"
-wait_for 60 "Prometheus did not become ready" curl -sf "http://$prom/-/ready" -o /dev/null
+wait_nodes_ready 1
+wait_until 30 "Prometheus did not become ready" curl -sf "http://$prom/-/ready" -o /dev/null
 
 # A job that outlasts the checks: it is cancelled at the end.
 out=$(rm_cli submit "$spec" --set resources.nodes=1 --set resources.ranks_per_node=2 --set resources.cpus_per_rank=1 \
   --set parallelism.data=2 --set training.steps=100000 --set training.log_interval_steps=10 \
   --set checkpoint.interval_steps=10 --set checkpoint.keep=2 --set lr_schedule.warmup_steps=5 2>&1) || fail "submit: $out"
-job=$(grep -oE '\bj-[A-Za-z0-9-]+' <<<"$out" | head -1)
+job=$(job_id_of "$out")
 [ -n "$job" ] || fail "no job id in: $out"
 echo "job $job submitted"
 
 # Rank series with a committed checkpoint on the worker's /metrics.
 scrape() { curl -sf --max-time 5 "http://$1/metrics"; }
 has_checkpoint() { scrape "$wmetrics" | grep -qE "^ringmaster_rank_checkpoints_total\{job=\"$job\",rank=\"0\".*\} [1-9]"; }
-wait_for 240 "no checkpoint of $job on the worker's /metrics within 120 s" has_checkpoint
+wait_until 120 "no checkpoint of $job on the worker's /metrics" has_checkpoint
 for endpoint in "coordinator $cmetrics" "worker $wmetrics"; do
   set -- $endpoint
   scrape "$2" >"$state/$1.metrics" || fail "scrape of the $1 failed"
@@ -99,12 +79,10 @@ url = f"http://{sys.argv[1]}/api/v1/query?" + urllib.parse.urlencode({"query": s
 sys.exit(0 if json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"] else 1)
 PY
 }
-wait_for 240 "Prometheus did not collect 2 checkpoints and 20 s of steps of $job" \
+wait_until 120 "Prometheus did not collect 2 checkpoints and 20 s of steps of $job" \
   prom_has "ringmaster_rank_checkpoints_total{job=\"$job\"} >= 2 and on (job, rank) count_over_time(ringmaster_rank_step{job=\"$job\"}[1m]) >= 20"
-job_running() { scrape "$cmetrics" | grep -q "^ringmaster_job_state{job=\"$job\",state=\"running\"} 1"; }
-expect_running() {  # polls a few times: a scrape may be slow on a busy machine
-  for _ in $(seq 10); do job_running && return 0; sleep 0.5; done
-  scrape "$cmetrics" | grep "^ringmaster_job_state"
+expect_running() {  # polls a few times: a call may be slow on a busy machine
+  for _ in $(seq 10); do job_in_state "$job" JOB_STATE_RUNNING && return 0; sleep 0.5; done
   rm_cli describe "$job"
   fail "$1"
 }
