@@ -219,10 +219,31 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return absl::CancelledError("stopping");
     active_call_ = &context;
+    // A rank whose exit the coordinator has not been told yet is still
+    // running as far as it knows: listed so, it is not taken for a rank that
+    // vanished (which would restart its generation); the exit report follows.
+    // No report is sent while this list is in flight (one being sent ends
+    // first), so a rank is never both listed and reported before the answer.
+    registering_ = true;
+    exits_cv_.wait(lock, [&] { return exit_call_ == nullptr; });
+    for (const RankExit& e : exits_) {
+      v1::RunningRank* r = request.add_running_ranks();
+      r->set_job_id(e.job_id);
+      r->set_generation(e.generation);
+      r->set_global_rank(e.global_rank);
+      r->set_pid(e.pid);
+    }
   }
+  bool registered = false;
+  absl::Cleanup done = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    registering_ = false;
+    if (registered) retry_exits_now_ = true;  // the coordinator is back: report them now
+    exits_cv_.notify_all();
+  };
   grpc::Status status = stub_->Register(&context, request, &response);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -234,6 +255,7 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
         "--coordinator address?): ", status.error_message()));
   }
   if (!status.ok()) return ToAbslStatus(status);
+  registered = true;
   SetNodeId(response.node_id());
   *session_id = response.session_id();
   absl::Duration interval = options_.heartbeat_interval;
@@ -372,7 +394,9 @@ void CoordinatorSession::ExitLoop() {
     exits_cv_.notify_all();
   });
   while (true) {
-    exits_cv_.wait(lock, [&] { return exits_stopping_ || (!exits_.empty() && !node_id_.empty()); });
+    exits_cv_.wait(lock,
+                   [&] { return exits_stopping_ || (!exits_.empty() && !node_id_.empty() && !registering_); });
+    retry_exits_now_ = false;
     if (exits_.empty()) {
       if (exits_stopping_) return;
       continue;
@@ -416,7 +440,7 @@ void CoordinatorSession::ExitLoop() {
     const absl::Time retry_at = absl::Now() + delay;
     while (true) {  // Stop may bring the deadline closer
       const absl::Time until = std::min(retry_at, exits_deadline_);
-      if (absl::Now() >= until) break;
+      if (absl::Now() >= until || retry_exits_now_) break;
       exits_cv_.wait_until(lock, absl::ToChronoTime(until));
     }
   }

@@ -17,7 +17,11 @@
 //     registers again, after an exponential backoff with jitter that resets
 //     once a session got a lease. Ranks keep running meanwhile.
 //   - ReportRankExit for every exit, in order, on its own thread, retried
-//     with backoff while the coordinator cannot be reached.
+//     with backoff while the coordinator cannot be reached (and at once after
+//     a registration). A registration lists the ranks whose exits are not
+//     reported yet among the running ones, so that a coordinator that
+//     restarted meanwhile waits for their reports instead of restarting
+//     their generation.
 // The node id the coordinator assigns is kept in node_id_path, so a restarted
 // worker presents it again.
 //
@@ -141,6 +145,10 @@ class CoordinatorSession {
   absl::Time exits_deadline_ = absl::InfiniteFuture();
   grpc::ClientContext* exit_call_ = nullptr;
   bool exit_thread_done_ = false;
+  // A registration (listing the unreported exits as running) is in flight.
+  bool registering_ = false;
+  // Retry a failed exit report now rather than after its backoff.
+  bool retry_exits_now_ = false;
 
   std::thread session_thread_;
   std::thread exit_thread_;

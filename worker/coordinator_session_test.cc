@@ -268,6 +268,33 @@ TEST_F(SessionTest, AnExitWhileTheCoordinatorIsAwayIsReportedWhenItReturns) {
   EXPECT_TRUE(WaitUntil([&] { return session_->pending_exits() == 0; }));
 }
 
+// A rank whose exit is not reported yet when the worker registers again is
+// listed as running: a restarted coordinator that lost track of it would
+// otherwise restart its generation. Its exit report follows.
+TEST_F(SessionTest, AnUnreportedExitIsListedAsRunningWhenRegisteringAgain) {
+  session_->Start();
+  fake().Send(StartOrder("j", 1, {0}));
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
+  const int port = coordinator_->port();
+  coordinator_.reset();
+  ASSERT_TRUE(WaitUntil([&] { return !session_->connected(); }));
+  supervisor_.Stop("j", 1, {}, absl::Seconds(5));
+  ASSERT_TRUE(WaitUntil([&] { return supervisor_.RunningCount() == 0; }));
+  coordinator_ = std::make_unique<FakeCoordinator>(port, /*refuse_exits=*/true);
+  ASSERT_TRUE(WaitUntil([&] { return !fake().registrations().empty(); }));
+  const v1::RegisterNodeRequest again = fake().registrations()[0];
+  ASSERT_EQ(again.running_ranks_size(), 1);
+  EXPECT_EQ(again.running_ranks(0).job_id(), "j");
+  EXPECT_EQ(again.running_ranks(0).generation(), 1);
+  EXPECT_EQ(again.running_ranks(0).global_rank(), 0);
+  EXPECT_GT(again.running_ranks(0).pid(), 0);
+  EXPECT_TRUE(fake().exits().empty());
+  fake().RefuseExits(false);
+  v1::ReportRankExitRequest exit;
+  ASSERT_TRUE(WaitForExit("j", 0, &exit));
+  EXPECT_EQ(exit.signal(), SIGTERM);
+}
+
 TEST_F(SessionTest, RegistersAgainWhenTheCoordinatorDoesNotKnowTheSession) {
   fake().RejectNextSession(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "session 101 is not current"));
   session_->Start();

@@ -76,6 +76,7 @@ grpc::Status FakeNodeService::Session(grpc::ServerContext* context,
 grpc::Status FakeNodeService::ReportRankExit(grpc::ServerContext*, const v1::ReportRankExitRequest* request,
                                              v1::ReportRankExitResponse*) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (refuse_exits_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "refusing exit reports");
   exits_.push_back(*request);
   cv_.notify_all();
   return grpc::Status::OK;
@@ -107,6 +108,11 @@ void FakeNodeService::Send(const v1::CoordinatorMessage& message) {
 void FakeNodeService::RejectNextSession(grpc::Status status) {
   std::lock_guard<std::mutex> lock(mu_);
   reject_next_ = std::move(status);
+}
+
+void FakeNodeService::RefuseExits(bool refuse) {
+  std::lock_guard<std::mutex> lock(mu_);
+  refuse_exits_ = refuse;
 }
 
 void FakeNodeService::StopOnRegister(std::vector<v1::StopRanks> stops) {
@@ -164,7 +170,8 @@ bool FakeNodeService::HeartbeatWith(const std::function<bool(const v1::Heartbeat
   return false;
 }
 
-FakeCoordinator::FakeCoordinator(int port) {
+FakeCoordinator::FakeCoordinator(int port, bool refuse_exits) {
+  service_.RefuseExits(refuse_exits);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&service_);

@@ -40,6 +40,8 @@ class FakeNodeService final : public v1::NodeService::Service {
   void RejectNextSession(grpc::Status status);
   // Register answers carry these stop orders (once).
   void StopOnRegister(std::vector<v1::StopRanks> stops);
+  // While true, exit reports are answered UNAVAILABLE and not recorded.
+  void RefuseExits(bool refuse);
 
   std::vector<v1::RegisterNodeRequest> registrations() const;
   std::vector<v1::WorkerMessage> messages() const;  // every session message, in order
@@ -62,6 +64,7 @@ class FakeNodeService final : public v1::NodeService::Service {
   std::deque<v1::CoordinatorMessage> outgoing_;
   std::optional<grpc::Status> reject_next_;
   std::vector<v1::StopRanks> register_stops_;
+  bool refuse_exits_ = false;
   std::vector<v1::RegisterNodeRequest> registrations_;
   std::vector<v1::WorkerMessage> messages_;
   std::vector<v1::ReportRankExitRequest> exits_;
@@ -71,8 +74,9 @@ class FakeNodeService final : public v1::NodeService::Service {
 
 class FakeCoordinator {
  public:
-  // Listens on 127.0.0.1:`port` (0: any free port).
-  explicit FakeCoordinator(int port = 0);
+  // Listens on 127.0.0.1:`port` (0: any free port); refuse_exits: see
+  // FakeNodeService::RefuseExits, from the first call on.
+  explicit FakeCoordinator(int port = 0, bool refuse_exits = false);
   ~FakeCoordinator();
 
   int port() const { return port_; }
