@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Packs what running the GPU tests and benchmarks on a bare GPU machine needs
-# into OUTDIR (git-ignored: gpu-pack/ by default):
+# into OUTDIR (git-ignored: gpu-pack/ by default). To stay under 64 MiB, all
+# but the (already gzipped) Fashion-MNIST files and gpu-run.sh travel in
+# OUTDIR/payload.tar.xz, which gpu-run.sh unpacks; the payload holds:
 #   bin/    ringmaster-trainer, -coordinator, -worker, ringmaster (CLI), every
 #           cc_test tagged "gpu", and the GPU benchmarks (bench targets tagged
 #           "gpu"), built with CUDA (sm_80, sm_90 + PTX) and stripped;
@@ -11,8 +13,9 @@
 #           machine has those from PyTorch's wheels and gpu-run.sh puts them
 #           on LD_LIBRARY_PATH;
 #   tests/  the GPU training test script, examples/ the job specs,
-#   data/   Fashion-MNIST and the KJV text the examples train on;
-#   MANIFEST the targets packed and the tests to run.
+#   data/   the KJV text the GPT example trains on (OUTDIR/data/fashion-mnist
+#           beside the payload: the CNN's dataset);
+#   MANIFEST the targets packed and the tests to run (also beside the payload).
 # Usage: scripts/gpu-pack.sh [OUTDIR]   (run from the repository root)
 set -euo pipefail
 
@@ -34,11 +37,14 @@ echo "gpu-pack: building ${#binaries[@]} binaries, ${#gpu_tests[@]} GPU tests, $
 bazel build "${binaries[@]}" "${gpu_tests[@]}" "${gpu_benches[@]}"
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/tests" "$out/examples" "$out/data/fashion-mnist"
+staging=$(mktemp -d /tmp/rm-gpu-pack-XXXXXX)
+trap 'rm -rf "$staging"' EXIT
+mkdir -p "$out/data/fashion-mnist" "$staging/bin" "$staging/lib" "$staging/tests" "$staging/examples" \
+  "$staging/data"
 
 # bazel-bin path of a label: //pkg:name -> bazel-bin/pkg/name
 path_of() { local l=${1#//}; echo "bazel-bin/${l%%:*}/${l#*:}"; }
-packed=()
+packed=() sources=()
 for label in "${binaries[@]}" "${gpu_tests[@]}" "${gpu_benches[@]}"; do
   src=$(path_of "$label")
   name=$(basename "$src")
@@ -46,40 +52,46 @@ for label in "${binaries[@]}" "${gpu_tests[@]}" "${gpu_benches[@]}"; do
   if [[ " ${gpu_tests[*]} " == *" $label "* ]]; then
     pkg=${label#//}; pkg=${pkg%%:*}; name="${pkg//\//_}__$name"
   fi
-  install -m 0755 "$src" "$out/bin/$name"
-  strip --strip-unneeded "$out/bin/$name"
-  packed+=("$name")
+  install -m 0755 "$src" "$staging/bin/$name"
+  strip --strip-unneeded "$staging/bin/$name"
+  packed+=("$name") sources+=("$src")
 done
 
 # Libraries a bare GPU machine has: glibc's, the kernel's vDSO, the driver,
 # and the CUDA libraries PyTorch's wheels carry.
 provided='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl|libnvrtc|libnvJitLink)\.so'
+# ldd runs on the binaries where Bazel built them: test binaries find Bazel's
+# own shared libraries (_solib_k8) through an rpath relative to that place, and
+# those are packed too.
 missing=0
-for b in "$out"/bin/*; do
+for b in "${sources[@]}"; do
   while read -r lib arrow path _; do
     [[ "$arrow" == "=>" ]] || continue
     if [[ "$path" == "not" ]]; then echo "gpu-pack: $b: $lib not found here" >&2; missing=1; continue; fi
     [[ "$lib" =~ $provided ]] && continue
-    [[ -e "$out/lib/$lib" ]] || { cp -L "$path" "$out/lib/$lib"; strip --strip-unneeded "$out/lib/$lib" 2>/dev/null || true; }
+    [[ -e "$staging/lib/$lib" ]] || { cp -L "$path" "$staging/lib/$lib"; chmod u+w "$staging/lib/$lib"; strip --strip-unneeded "$staging/lib/$lib" 2>/dev/null || true; }
   done < <(ldd "$b")
 done
 [[ $missing -eq 0 ]] || exit 1
 
-install -m 0755 tests/gpu_training_test.sh "$out/tests/"
+install -m 0755 tests/gpu_training_test.sh "$staging/tests/"
 install -m 0755 scripts/gpu-run.sh "$out/"
-cp examples/*.yaml "$out/examples/"
+cp examples/*.yaml "$staging/examples/"
 cp "$fashion"/*.gz "$out/data/fashion-mnist/"
-cp "$kjv" "$out/data/kjv.txt"
+cp "$kjv" "$staging/data/kjv.txt"
 {
   echo "# ringmaster GPU pack, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD)"
   for n in "${packed[@]}"; do echo "bin $n"; done
   for l in "${gpu_tests[@]}"; do echo "test $l"; done
   for l in "${gpu_benches[@]}"; do echo "bench $l"; done
-} >"$out/MANIFEST"
+} >"$staging/MANIFEST"
+cp "$staging/MANIFEST" "$out/MANIFEST"
+unpacked=$(du -sb "$staging" | cut -f1)
+tar -C "$staging" -cf - . | xz -T0 -6 >"$out/payload.tar.xz"
 
 size=$(du -sb "$out" | cut -f1)
-echo "gpu-pack: $out holds $(ls "$out/bin" | wc -l) binaries and $(ls "$out/lib" | wc -l) libraries," \
-  "$((size / 1024 / 1024)) MiB ($size bytes)"
+echo "gpu-pack: $out holds $(ls "$staging/bin" | wc -l) binaries and $(ls "$staging/lib" | wc -l) libraries" \
+  "($((unpacked / 1024 / 1024)) MiB unpacked): $((size / 1024 / 1024)) MiB ($size bytes) in all"
 if ((size > 64 * 1024 * 1024)); then
   echo "gpu-pack: over the 64 MiB limit" >&2
   exit 1
