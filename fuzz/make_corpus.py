@@ -126,3 +126,15 @@ write(N, "push_logs", call(3, LIVE, seq(msg((1, line)), msg((1, line)), msg((1, 
       call(3, 0, seq(msg((1, msg((1, "j")))))))
 write(N, "lease_runs_out", call(1, LIVE | ADVANCE | 0x70, seq(open_, heartbeat)), call(2, LIVE | ADVANCE | 0x70),
       call(1, LIVE, seq(open_, progress)))
+
+# The worker's agent socket: 0 ReportMetrics, 1-6 the rendezvous calls,
+# 7 Commit, 8 GetLatestCheckpoint.
+A = "agent_service_fuzzer"
+write(A, "every_rpc_live", *[call(op) for op in range(9)])
+write(A, "worker_fills_scope", call(0, FIX_VALID, msg((1, ""), (2, 0), (3, 1))),
+      call(3, FIX_VALID | FIX_GEN, msg((1, scope()))), call(4, FIX_VALID | FIX_GEN, msg((1, scope(rank=0)))))
+write(A, "not_this_node", call(0, 0, msg((1, "other"), (2, 1), (3, 0))), call(3, 0, msg((1, scope("other", 1, 0)))),
+      call(7, 0, msg((1, "other"), (2, 1))))
+write(A, "stale_generation", call(0, FIX_JOB, msg((2, 99), (3, 0))), call(5, FIX_JOB | FIX_VALID, msg((1, scope(gen=-4)))))
+write(A, "set_then_wait", call(3, LIVE, msg((2, "addr"), (3, "x"))), call(5, LIVE, msg((2, "addr"))),
+      call(6, LIVE, msg((2, "c"), (3, 2**63 - 1))), call(6, LIVE, msg((2, "c"), (3, 1))))
