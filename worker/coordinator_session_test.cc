@@ -112,6 +112,19 @@ class SessionTest : public ::testing::Test {
 
   testing::FakeNodeService& fake() { return coordinator_->service(); }
 
+  // Rank 0 of job j generation 1 runs, the coordinator (on *port) goes away,
+  // then the rank exits (SIGTERM): its exit report cannot be delivered.
+  void ExitWhileTheCoordinatorIsAway(int* port) {
+    session_->Start();
+    fake().Send(StartOrder("j", 1, {0}));
+    ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
+    *port = coordinator_->port();
+    coordinator_.reset();
+    ASSERT_TRUE(WaitUntil([&] { return !session_->connected(); }));
+    supervisor_.Stop("j", 1, {}, absl::Seconds(5));
+    ASSERT_TRUE(WaitUntil([&] { return supervisor_.RunningCount() == 0; }));
+  }
+
   bool WaitForExit(const std::string& job, int32_t rank, v1::ReportRankExitRequest* out = nullptr) {
     return WaitUntil([&] {
       for (const v1::ReportRankExitRequest& e : fake().exits()) {
@@ -253,14 +266,8 @@ TEST_F(SessionTest, ReconnectsAfterTheCoordinatorRestartsAndReportsWhatStillRuns
 }
 
 TEST_F(SessionTest, AnExitWhileTheCoordinatorIsAwayIsReportedWhenItReturns) {
-  session_->Start();
-  fake().Send(StartOrder("j", 1, {0}));
-  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
-  const int port = coordinator_->port();
-  coordinator_.reset();
-  ASSERT_TRUE(WaitUntil([&] { return !session_->connected(); }));
-  supervisor_.Stop("j", 1, {}, absl::Seconds(5));
-  ASSERT_TRUE(WaitUntil([&] { return supervisor_.RunningCount() == 0; }));
+  int port = 0;
+  ASSERT_NO_FATAL_FAILURE(ExitWhileTheCoordinatorIsAway(&port));
   coordinator_ = std::make_unique<FakeCoordinator>(port);
   v1::ReportRankExitRequest exit;
   ASSERT_TRUE(WaitForExit("j", 0, &exit));
@@ -272,14 +279,8 @@ TEST_F(SessionTest, AnExitWhileTheCoordinatorIsAwayIsReportedWhenItReturns) {
 // listed as running: a restarted coordinator that lost track of it would
 // otherwise restart its generation. Its exit report follows.
 TEST_F(SessionTest, AnUnreportedExitIsListedAsRunningWhenRegisteringAgain) {
-  session_->Start();
-  fake().Send(StartOrder("j", 1, {0}));
-  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
-  const int port = coordinator_->port();
-  coordinator_.reset();
-  ASSERT_TRUE(WaitUntil([&] { return !session_->connected(); }));
-  supervisor_.Stop("j", 1, {}, absl::Seconds(5));
-  ASSERT_TRUE(WaitUntil([&] { return supervisor_.RunningCount() == 0; }));
+  int port = 0;
+  ASSERT_NO_FATAL_FAILURE(ExitWhileTheCoordinatorIsAway(&port));
   coordinator_ = std::make_unique<FakeCoordinator>(port, /*refuse_exits=*/true);
   ASSERT_TRUE(WaitUntil([&] { return !fake().registrations().empty(); }));
   const v1::RegisterNodeRequest again = fake().registrations()[0];
