@@ -47,7 +47,7 @@ case "$mode" in
     # Losses of steps 1..20, one per line, read back every step.
     losses() {
       "$trainer" --spec "$examples/gpt_text.yaml" "${data_set[@]}" "${common[@]}" --device "$1" \
-        --set training.log_interval_steps=1 --max-steps 20 >"$tmp/$1.log" 2>&1 || { cat "$tmp/$1.log"; return 1; }
+        --set training.log_interval_steps=1 --max-steps 20 --checkpoint-dir "$tmp/$1-ckpt" >"$tmp/$1.log" 2>&1 || { cat "$tmp/$1.log"; return 1; }
       tr '\r' '\n' <"$tmp/$1.log" | sed -n 's/^.*step \([0-9]*\)\/[0-9]* epoch [0-9]* | loss \([0-9.naif-]*\).*$/\1 \2/p' |
         sort -n -u -k1,1 | awk '{ print $2 }' >"$tmp/$1.losses"
       [[ $(wc -l <"$tmp/$1.losses") -eq 20 ]] || { echo "FAIL: $1 run printed $(wc -l <"$tmp/$1.losses") losses, not 20"; cat "$tmp/$1.log"; return 1; }
