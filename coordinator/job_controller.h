@@ -109,6 +109,7 @@ struct StopOrder {
   std::vector<int32_t> global_ranks;  // empty: all of the generation's ranks there
   absl::Duration grace_period;
   std::string reason;
+  bool dump_state = false;  // the generation failed: ranks dump their state first
 };
 
 // Notified of every change, with the controller's mutex held (see above).

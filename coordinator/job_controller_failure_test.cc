@@ -61,6 +61,7 @@ TEST_F(JobControllerFailureTest, RestartsUpToMaxRestartsThenFails) {
     // The surviving rank is told to stop; it holds its GPU until it exits.
     ASSERT_EQ(listener_.stops().size(), 1u);
     EXPECT_EQ(listener_.stops()[0].generation, gen);
+    EXPECT_TRUE(listener_.stops()[0].dump_state);  // a failed generation: state dump first
     EXPECT_EQ(listener_.stops()[0].reason,
               absl::StrCat("generation ", gen, " restarting: rank 1 on host-a exited with code 1: RuntimeError: boom"));
     controller_->Tick();

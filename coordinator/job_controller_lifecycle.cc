@@ -304,6 +304,7 @@ absl::Status JobController::FailGenerationLocked(JobEntry& entry, v1::JobEventKi
     stop_reason = absl::StrCat("generation ", job.generation(), " restarting: ", why);
   }
   std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, lost_node);
+  for (StopOrder& order : stop) order.dump_state = true;
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
   rendezvous_->EndGeneration(entry.record.job.id(), entry.record.job.generation());
   NotifyStopLocked(stop);

@@ -315,6 +315,7 @@ TEST_F(JobControllerTest, CancelFromEachState) {
       EXPECT_EQ(r->stop[0].node_id, node);
       EXPECT_EQ(r->stop[0].generation, r->job.generation());
       EXPECT_EQ(r->stop[0].grace_period, absl::Seconds(30));
+      EXPECT_FALSE(r->stop[0].dump_state);  // a cancel is no failure: no state dump
     }
     v1::JobEvent last = Events(id).back();
     EXPECT_EQ(last.kind(), v1::JOB_EVENT_KIND_CANCELLED);

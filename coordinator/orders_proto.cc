@@ -48,6 +48,7 @@ v1::StopRanks StopRanksProto(const StopOrder& order) {
   for (int32_t rank : order.global_ranks) out.add_global_ranks(rank);
   *out.mutable_grace_period() = ToProtoDuration(order.grace_period);
   out.set_reason(order.reason);
+  out.set_dump_state(order.dump_state);
   return out;
 }
 

@@ -104,7 +104,7 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
 }
 
 int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const std::vector<int32_t>& ranks,
-                            absl::Duration grace) {
+                            absl::Duration grace, bool dump_state) {
   int signalled = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -122,7 +122,7 @@ int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const
       bool older = process.generation < generation;
       bool named = process.generation == generation && (wanted.empty() || wanted.count(process.global_rank) > 0);
       if (!older && !named) continue;
-      StopLocked(pid, process, grace);
+      StopLocked(pid, process, grace, dump_state && named);
       ++signalled;
     }
   }
@@ -130,9 +130,9 @@ int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const
   return signalled;
 }
 
-void ProcessSupervisor::StopLocked(int64_t pid, Process& process, absl::Duration grace) {
+void ProcessSupervisor::StopLocked(int64_t pid, Process& process, absl::Duration grace, bool dump_state) {
   const absl::Time now = clock_->Now();
-  const bool dump = grace > absl::ZeroDuration() && options_.state_dump_wait > absl::ZeroDuration();
+  const bool dump = dump_state && grace > absl::ZeroDuration() && options_.state_dump_wait > absl::ZeroDuration();
   absl::Time kill_at = now + std::max(grace, absl::ZeroDuration());
   if (!process.stopping) {
     process.stopping = true;

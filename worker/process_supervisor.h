@@ -129,11 +129,13 @@ class ProcessSupervisor {
   StartOutcome Start(const std::vector<RankLaunch>& launches);
 
   // SIGTERM to the process groups of the generation's ranks (`ranks` empty:
-  // all of them), SIGKILL after `grace` (zero: SIGKILL now). A rank already
-  // stopping keeps the earlier of its two kill deadlines. Returns how many
-  // ranks were signalled; 0 for an older generation (ignored). Never blocks
-  // for the grace period.
-  int Stop(const std::string& job_id, int64_t generation, const std::vector<int32_t>& ranks, absl::Duration grace);
+  // all of them), SIGKILL after `grace` (zero: SIGKILL now). With dump_state
+  // (a failed generation) and a state_dump_wait, the SIGUSR1 state dump comes
+  // first. A rank already stopping keeps the earlier of its two kill
+  // deadlines. Returns how many ranks were signalled; 0 for an older
+  // generation (ignored). Never blocks for the grace period.
+  int Stop(const std::string& job_id, int64_t generation, const std::vector<int32_t>& ranks, absl::Duration grace,
+           bool dump_state = false);
 
   // Refuses new starts, stops every rank (grace as in Stop) and returns once
   // every child is reaped and every exit reported. Idempotent.
@@ -172,7 +174,7 @@ class ProcessSupervisor {
   void HandleExit(const ProcessExit& exit);
   void KillDue();
   // SIGTERM now, SIGKILL at now + grace.
-  void StopLocked(int64_t pid, Process& process, absl::Duration grace);
+  void StopLocked(int64_t pid, Process& process, absl::Duration grace, bool dump_state = false);
   absl::Duration NextWakeLocked() const;
   std::string ReadTail(const std::string& path) const;
 

@@ -172,7 +172,7 @@ TEST(FakeSupervisorDumpTest, TheStateDumpComesBeforeSigterm) {
     }
     return false;
   };
-  supervisor.Stop("j", 1, {}, absl::Seconds(10));
+  supervisor.Stop("j", 1, {}, absl::Seconds(10), /*dump_state=*/true);
   EXPECT_TRUE(sent(SIGUSR1));
   EXPECT_TRUE(sent(SIGCONT));
   EXPECT_FALSE(control.WaitFor([&] { return sent(SIGTERM); }, absl::Milliseconds(100)));
@@ -188,6 +188,35 @@ TEST(FakeSupervisorDumpTest, TheStateDumpComesBeforeSigterm) {
         return !exits.empty();
       },
       absl::Seconds(10)));
+  supervisor.Shutdown(absl::ZeroDuration());
+}
+
+// A stop without dump_state (a cancel, a finished job) is SIGTERM at once, even
+// with a state-dump wait configured.
+TEST(FakeSupervisorDumpTest, NoStateDumpUnlessTheGenerationFailed) {
+  FakeClock clock;
+  FakeProcessControl control;
+  SupervisorOptions options;
+  options.reap_interval = absl::Milliseconds(5);
+  options.state_dump_wait = absl::Seconds(2);
+  ProcessSupervisor supervisor(&control, &clock, [](const RankExit&) {}, options);
+  RankLaunch launch;
+  launch.job_id = "j";
+  launch.generation = 1;
+  launch.process.path = "/fake/trainer";
+  launch.process.argv = {"/fake/trainer"};
+  launch.process.env = {"RINGMASTER_RANK=0", "RINGMASTER_GENERATION=1"};
+  ASSERT_TRUE(supervisor.Start({launch}).status.ok());
+  const int64_t pid = control.PidOf(0, 1);
+  supervisor.Stop("j", 1, {}, absl::Seconds(10));
+  bool usr1 = false, term = false;
+  for (const auto& s : control.signals()) {
+    if (s.pgid != pid) continue;
+    usr1 |= s.sig == SIGUSR1;
+    term |= s.sig == SIGTERM;
+  }
+  EXPECT_FALSE(usr1);
+  EXPECT_TRUE(term);
   supervisor.Shutdown(absl::ZeroDuration());
 }
 

@@ -179,7 +179,7 @@ int RankLauncher::Stop(const v1::StopRanks& order) {
     grace = FromProtoDuration(order.grace_period());
   }
   std::vector<int32_t> ranks(order.global_ranks().begin(), order.global_ranks().end());
-  int signalled = supervisor_->Stop(order.job_id(), order.generation(), ranks, grace);
+  int signalled = supervisor_->Stop(order.job_id(), order.generation(), ranks, grace, order.dump_state());
   spdlog::info("job {} generation {}: stop order ({}), {} rank(s) signalled, grace {}", order.job_id(),
                order.generation(), order.reason().empty() ? "no reason given" : order.reason(), signalled,
                absl::FormatDuration(grace));
