@@ -44,7 +44,7 @@ sources=$(bazel query "kind('source file', deps(//fuzz:${target}_lib))" 2>/dev/n
 generated=$(bazel query "kind('generated file', deps(//fuzz:${target}_lib))" 2>/dev/null |
   grep -v '^@' | grep '\.pb\.cc$' | sed 's|^//|bazel-bin/|; s|:|/|')
 
-modules="grpc++ protobuf spdlog fmt yaml-cpp sqlite3 libcrypto zlib absl_status absl_statusor absl_strings
+modules="grpc++ protobuf spdlog fmt yaml-cpp sqlite3 libcrypto zlib cpp-httplib absl_status absl_statusor absl_strings
   absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_flat_hash_set absl_random_random
   absl_hash absl_cleanup"
 cflags="-std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
