@@ -20,6 +20,10 @@ namespace {
 
 // One forwarded unary call: the trainer's deadline becomes the coordinator
 // call's, the trainer's cancellation cancels it, and its status is the answer.
+// While the coordinator is away (restarting) the call waits for the channel to
+// come back, up to that deadline, instead of failing at once with UNAVAILABLE:
+// a rank in rendezvous or committing a checkpoint rides out a coordinator
+// restart. Waiting happens before the call is sent, so nothing is sent twice.
 template <typename Request, typename Response>
 class ForwardReactor : public grpc::ServerUnaryReactor {
  public:
@@ -29,6 +33,7 @@ class ForwardReactor : public grpc::ServerUnaryReactor {
   ForwardReactor(grpc::CallbackServerContext* server_context, Request request, Response* response, const Method& method)
       : request_(std::move(request)) {
     client_.set_deadline(server_context->deadline());
+    client_.set_wait_for_ready(true);
     method(&client_, &request_, response, [this](grpc::Status status) { Finish(status); });
   }
 

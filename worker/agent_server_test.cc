@@ -341,13 +341,16 @@ TEST_F(AgentServerTest, TheCallersDeadlineAndCancellationReachTheCoordinator) {
   EXPECT_TRUE(coordinator_.wait_cancelled());
 }
 
-TEST_F(AgentServerTest, AnUnreachableCoordinatorIsUnavailable) {
+// A coordinator that is away (restarting) is waited for until the trainer's
+// deadline, not failed at once: the call ends DEADLINE_EXCEEDED, never sent.
+TEST_F(AgentServerTest, AnUnreachableCoordinatorIsWaitedForUntilTheDeadline) {
   StartAgent("127.0.0.1:1");
   v1::KvSetRequest set;
   *set.mutable_scope() = Scope("j", 2, 0);
   set.set_key("k");
   v1::KvSetResponse response;
-  EXPECT_EQ(rendezvous_->KvSet(Context().get(), set, &response).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(rendezvous_->KvSet(Context(absl::Milliseconds(500)).get(), set, &response).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 TEST_F(AgentServerTest, ReportMetricsFeedsMetricsAndProgressAndTellsOldRanksToStop) {

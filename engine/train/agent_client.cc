@@ -35,9 +35,8 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), absl::StrCat(what, ": ", s.error_message()));
 }
 
-// Peak resident memory of this process, bytes (0 if unknown). The CPU
-// backend's "device memory"; a CUDA rank reports host memory here too until
-// the trainer reports its device's peak.
+// Peak resident memory of this process, bytes (0 if unknown): the CPU
+// backend's "device memory". A CUDA rank reports its caching allocator's peak.
 int64_t PeakRssBytes() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
@@ -90,7 +89,7 @@ void AgentClient::ReportStep(const StepReport& step) {
   m.set_communication_seconds(step.comm_seconds);
   m.set_grad_norm(step.grad_norm);
   m.set_learning_rate(step.lr);
-  m.set_memory_bytes(PeakRssBytes());
+  m.set_memory_bytes(step.device_memory_peak_bytes > 0 ? step.device_memory_peak_bytes : PeakRssBytes());
   *m.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
   {
     std::lock_guard<std::mutex> lock(mu_);
