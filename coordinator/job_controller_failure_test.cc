@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_controller.h"
 #include "coordinator/job_controller_fixture.h"
@@ -77,6 +78,8 @@ TEST_F(JobControllerFailureTest, RestartsUpToMaxRestartsThenFails) {
     ASSERT_FALSE(listener_.starts().empty());
     const StartOrder start = listener_.starts().back();
     EXPECT_EQ(start.generation, gen + 1);
+    // Its own directory: a straggler of the old generation cannot overwrite it.
+    EXPECT_TRUE(absl::EndsWith(start.checkpoint_dir, absl::StrCat("/gen-", gen + 1))) << start.checkpoint_dir;
     ASSERT_TRUE(start.resume_from.has_value());
     EXPECT_EQ(start.resume_from->step(), 100);
     EXPECT_EQ(Events(id).back().kind(), v1::JOB_EVENT_KIND_RESTARTING);

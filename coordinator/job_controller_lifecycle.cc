@@ -199,9 +199,13 @@ std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry,
       placement != nullptr ? std::move(placement) : std::make_shared<const v1::Placement>(job.placement());
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
   if (resume.ok()) order.resume_from = *std::move(resume);
-  order.checkpoint_dir = !job.spec().checkpoint().directory().empty()
-                             ? job.spec().checkpoint().directory()
-                             : absl::StrCat(options_.checkpoint_root, "/", job.id());
+  // Each generation writes into its own directory: a cut-off rank of an older
+  // generation (a partitioned node keeps running) can never overwrite a
+  // checkpoint the current one committed. Resuming reads the recorded path.
+  order.checkpoint_dir = absl::StrCat(!job.spec().checkpoint().directory().empty()
+                                          ? job.spec().checkpoint().directory()
+                                          : absl::StrCat(options_.checkpoint_root, "/", job.id()),
+                                      "/gen-", job.generation());
   order.rendezvous_deadline = entry.rendezvous_deadline;
   order.rendezvous_secret = rendezvous_->Secret(job.id(), job.generation());
   return order;

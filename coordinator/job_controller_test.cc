@@ -149,7 +149,7 @@ TEST_F(JobControllerTest, HappyPathFromSubmitToSucceeded) {
   EXPECT_EQ(starts[1].global_ranks.front(), 8);
   EXPECT_EQ(starts[0].generation, 1);
   EXPECT_EQ(starts[0].rendezvous_deadline, clock_.Now() + absl::Minutes(5));
-  EXPECT_EQ(starts[0].checkpoint_dir, "/ckpt/" + id);
+  EXPECT_EQ(starts[0].checkpoint_dir, "/ckpt/" + id + "/gen-1");
   EXPECT_FALSE(starts[0].resume_from.has_value());
   EXPECT_EQ(controller_->AssignmentsForNode(b).size(), 1u);
   EXPECT_EQ(nodes_->GetNode(a)->free_gpus(), 0);

@@ -49,7 +49,7 @@ TEST_F(NodeServiceTest, AJobRunsToSuccessThroughTheSession) {
             (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(start.placement().world_size(), 2);
   EXPECT_EQ(start.placement().ranks(1).node_id(), worker->node_id());
-  EXPECT_EQ(start.checkpoint_dir(), config_.state_dir + "/checkpoints/" + job_id);
+  EXPECT_EQ(start.checkpoint_dir(), config_.state_dir + "/checkpoints/" + job_id + "/gen-1");
   EXPECT_EQ(FromProtoTime(start.rendezvous_deadline()), clock_.Now() + absl::Minutes(5));
   EXPECT_EQ(start.spec().resources().ranks_per_node(), 2);
   EXPECT_EQ(GetJob(job_id).state(), v1::JOB_STATE_STARTING);
