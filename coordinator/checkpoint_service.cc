@@ -5,16 +5,6 @@
 #include "coordinator/grpc_status.h"
 
 namespace ringmaster::coordinator {
-namespace {
-
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-}  // namespace
-
 CheckpointService::CheckpointService(JobController* controller) : controller_(controller) {}
 
 grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext* context,

@@ -11,12 +11,6 @@
 namespace ringmaster::coordinator {
 namespace {
 
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 absl::Status RequireJobId(const std::string& job_id) {
   return job_id.empty() ? absl::InvalidArgumentError("job_id: must not be empty") : absl::OkStatus();
 }

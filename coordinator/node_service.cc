@@ -9,16 +9,6 @@
 #include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
-namespace {
-
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-}  // namespace
-
 NodeService::NodeService(JobController* controller, NodeRegistry* nodes, NodeSessions* sessions, LogStore* logs,
                          Executor* executor, std::function<void()> poke, LogLinesCounter log_counter,
                          SessionOptions session_options)

@@ -14,12 +14,6 @@
 namespace ringmaster::coordinator {
 namespace {
 
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 // The caller's scope, once it has shown its generation's secret.
 absl::StatusOr<RendezvousScope> Scope(const Rendezvous& rendezvous, const v1::RendezvousScope& scope) {
   if (scope.job_id().empty()) return absl::InvalidArgumentError("scope.job_id: must not be empty");
