@@ -17,8 +17,8 @@ size_t RoundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
 }  // namespace
 
 bool CachingAllocator::BlockLess::operator()(const Block* a, const Block* b) const {
-  return std::make_tuple(a->stream, a->size, reinterpret_cast<uintptr_t>(a->ptr)) <
-         std::make_tuple(b->stream, b->size, reinterpret_cast<uintptr_t>(b->ptr));
+  return std::make_tuple(a->pool, a->stream, a->size, reinterpret_cast<uintptr_t>(a->ptr)) <
+         std::make_tuple(b->pool, b->stream, b->size, reinterpret_cast<uintptr_t>(b->ptr));
 }
 
 CachingAllocator::CachingAllocator(std::unique_ptr<RawDeviceAllocator> raw) : raw_(std::move(raw)) {}
@@ -29,8 +29,8 @@ CachingAllocator::~CachingAllocator() {
     spdlog::error("CachingAllocator destroyed with {} blocks ({} bytes) still allocated; leaking them",
                   allocated_.size(), stats_.allocated_bytes);
   }
-  ReleaseFreeSegments(small_free_);
-  ReleaseFreeSegments(large_free_);
+  ReleaseFreeSegments(small_free_, /*graph_pools_too=*/true);
+  ReleaseFreeSegments(large_free_, /*graph_pools_too=*/true);
 }
 
 size_t CachingAllocator::RoundSize(size_t bytes) {
@@ -44,16 +44,18 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, uintptr_t stream)
   const bool small = size <= kSmallLimit;
   std::lock_guard<std::mutex> lock(mutex_);
   Pool& pool = small ? small_free_ : large_free_;
-  Block* block = FindFree(pool, size, stream);
+  auto capture = stream_pool_.find(stream);
+  const uint64_t graph_pool = capture == stream_pool_.end() ? 0 : capture->second;
+  Block* block = FindFree(pool, size, stream, graph_pool);
   if (block != nullptr) {
     ++stats_.cache_hits;
   } else {
     const size_t segment = small ? kSmallSegment : size;
-    absl::StatusOr<Block*> fresh = NewSegment(segment, stream, small);
+    absl::StatusOr<Block*> fresh = NewSegment(segment, stream, small, graph_pool);
     if (!fresh.ok() && fresh.status().code() == absl::StatusCode::kResourceExhausted) {
       ReleaseFreeSegments(small_free_);
       ReleaseFreeSegments(large_free_);
-      fresh = NewSegment(segment, stream, small);
+      fresh = NewSegment(segment, stream, small, graph_pool);
     }
     if (!fresh.ok()) return fresh.status();
     block = *fresh;
@@ -75,7 +77,7 @@ void CachingAllocator::Free(void* ptr) {
   block->allocated = false;
   stats_.allocated_bytes -= block->size;
   Pool& pool = block->small ? small_free_ : large_free_;
-  // Merge with free neighbours of the same segment (same stream by construction).
+  // Merge with free neighbours of the same segment (same stream and pool by construction).
   if (block->prev != nullptr && !block->prev->allocated) {
     Block* prev = block->prev;
     pool.erase(prev);
@@ -113,13 +115,71 @@ void CachingAllocator::ResetPeak() {
   stats_.peak_reserved_bytes = stats_.reserved_bytes;
 }
 
-CachingAllocator::Block* CachingAllocator::FindFree(Pool& pool, size_t size, uintptr_t stream) {
+void CachingAllocator::BeginPool(uint64_t pool, uintptr_t stream) {
+  ENGINE_CHECK(pool != 0, "CachingAllocator::BeginPool: pool id 0 is the shared cache");
+  std::lock_guard<std::mutex> lock(mutex_);
+  ENGINE_CHECK(stream_pool_.count(stream) == 0, "CachingAllocator::BeginPool: the stream is already in a pool");
+  stream_pool_[stream] = pool;
+}
+
+void CachingAllocator::EndPool(uintptr_t stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stream_pool_.erase(stream);
+}
+
+void CachingAllocator::ReleasePool(uint64_t pool) {
+  ENGINE_CHECK(pool != 0, "CachingAllocator::ReleasePool: pool id 0 is the shared cache");
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [stream, p] : stream_pool_) {
+    ENGINE_CHECK(p != pool, "CachingAllocator::ReleasePool of a pool a stream still allocates from");
+  }
+  // Every block of a segment has the segment's pool: retag them all, the free
+  // ones re-sorted into the shared cache.
+  for (Pool* free_set : {&small_free_, &large_free_}) {
+    std::vector<Block*> moved;
+    for (auto it = free_set->begin(); it != free_set->end();) {
+      if ((*it)->pool == pool) {
+        moved.push_back(*it);
+        it = free_set->erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (Block* b : moved) {
+      b->pool = 0;
+      free_set->insert(b);
+    }
+  }
+  for (auto& [ptr, b] : allocated_) {
+    if (b->pool == pool) b->pool = 0;
+  }
+}
+
+size_t CachingAllocator::PoolBytes(uint64_t pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t bytes = 0;
+  for (const Pool* free_set : {&small_free_, &large_free_}) {
+    for (const Block* b : *free_set) bytes += b->pool == pool ? b->size : 0;
+  }
+  for (const auto& [ptr, b] : allocated_) bytes += b->pool == pool ? b->size : 0;
+  return bytes;
+}
+
+size_t CachingAllocator::PoolAllocatedBytes(uint64_t pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t bytes = 0;
+  for (const auto& [ptr, b] : allocated_) bytes += b->pool == pool ? b->size : 0;
+  return bytes;
+}
+
+CachingAllocator::Block* CachingAllocator::FindFree(Pool& pool, size_t size, uintptr_t stream, uint64_t graph_pool) {
   Block key;
+  key.pool = graph_pool;
   key.stream = stream;
   key.size = size;
   key.ptr = nullptr;
   auto it = pool.lower_bound(&key);
-  if (it == pool.end() || (*it)->stream != stream) return nullptr;
+  if (it == pool.end() || (*it)->pool != graph_pool || (*it)->stream != stream) return nullptr;
   Block* block = *it;
   // A large request does not take a block more than twice its size (it would
   // pin a big segment for a small tensor); small segments are split freely.
@@ -129,7 +189,7 @@ CachingAllocator::Block* CachingAllocator::FindFree(Pool& pool, size_t size, uin
 }
 
 absl::StatusOr<CachingAllocator::Block*> CachingAllocator::NewSegment(size_t segment_size, uintptr_t stream,
-                                                                        bool small) {
+                                                                        bool small, uint64_t graph_pool) {
   absl::StatusOr<void*> ptr = raw_->Malloc(segment_size);
   if (!ptr.ok()) return ptr.status();
   ++stats_.raw_mallocs;
@@ -139,6 +199,7 @@ absl::StatusOr<CachingAllocator::Block*> CachingAllocator::NewSegment(size_t seg
   block->ptr = *ptr;
   block->size = segment_size;
   block->stream = stream;
+  block->pool = graph_pool;
   block->small = small;
   return block;
 }
@@ -150,6 +211,7 @@ void CachingAllocator::MaybeSplit(Block* block, size_t size, Pool& pool) {
   tail->ptr = static_cast<char*>(block->ptr) + size;
   tail->size = rest;
   tail->stream = block->stream;
+  tail->pool = block->pool;
   tail->small = block->small;
   tail->prev = block;
   tail->next = block->next;
@@ -159,10 +221,10 @@ void CachingAllocator::MaybeSplit(Block* block, size_t size, Pool& pool) {
   pool.insert(tail);
 }
 
-void CachingAllocator::ReleaseFreeSegments(Pool& pool) {
+void CachingAllocator::ReleaseFreeSegments(Pool& pool, bool graph_pools_too) {
   std::vector<Block*> whole;
   for (Block* b : pool) {
-    if (b->prev == nullptr && b->next == nullptr) whole.push_back(b);
+    if ((b->pool == 0 || graph_pools_too) && b->prev == nullptr && b->next == nullptr) whole.push_back(b);
   }
   for (Block* b : whole) {
     pool.erase(b);

@@ -17,6 +17,16 @@
 //    with it (the communication code records and waits on events).
 //  * When the raw allocator fails, the cache is emptied (cached segments are
 //    given back) and the allocation retried once.
+//  * Graph pools (CUDA graphs; as PyTorch's graph pools): between
+//    BeginPool(pool, stream) and EndPool(stream), allocations for `stream`
+//    come from private pool `pool` (its own segments), not from the shared
+//    cache. A pool block that is freed (during capture, or later when its
+//    tensor is dropped) goes back to that pool only: the graph's kernels keep
+//    using its address on every replay, so no other tensor may get it, and
+//    EmptyCache and out-of-memory retries never give its segment back. A pool
+//    entered again (a second capture into it, or an eager warm-up step) reuses
+//    its free blocks. ReleasePool (once the graph is destroyed) hands every
+//    block of the pool, free or still allocated, to the shared cache.
 //  * Streams are opaque keys here (a cudaStream_t cast to uintptr_t), so the
 //    logic is plain C++ and tested against a fake raw allocator without a GPU.
 // Thread-safe (the communication thread frees gradients buckets too).
@@ -78,27 +88,40 @@ class CachingAllocator {
   AllocatorStats stats() const;
   void ResetPeak();
 
+  // Graph pools (see the top of this file). `pool` is any non-zero id the
+  // caller picks; one stream allocates from at most one pool at a time.
+  void BeginPool(uint64_t pool, uintptr_t stream);
+  void EndPool(uintptr_t stream);
+  void ReleasePool(uint64_t pool);
+  // Bytes in blocks of `pool` (free and allocated), and how many of them are
+  // allocated now.
+  size_t PoolBytes(uint64_t pool) const;
+  size_t PoolAllocatedBytes(uint64_t pool) const;
+
  private:
   struct Block {
     void* ptr = nullptr;
     size_t size = 0;
     uintptr_t stream = 0;
+    uint64_t pool = 0;  // 0: the shared cache; else a graph pool
     bool small = false;
     bool allocated = false;
     Block* prev = nullptr;  // neighbours inside one segment
     Block* next = nullptr;
   };
-  // Free blocks ordered by (stream, size, address): lower_bound finds the best fit.
+  // Free blocks ordered by (pool, stream, size, address): lower_bound finds the best fit.
   struct BlockLess {
     bool operator()(const Block* a, const Block* b) const;
   };
   using Pool = std::set<Block*, BlockLess>;
 
-  Block* FindFree(Pool& pool, size_t size, uintptr_t stream);
-  absl::StatusOr<Block*> NewSegment(size_t segment_size, uintptr_t stream, bool small);
+  Block* FindFree(Pool& pool, size_t size, uintptr_t stream, uint64_t graph_pool);
+  absl::StatusOr<Block*> NewSegment(size_t segment_size, uintptr_t stream, bool small, uint64_t graph_pool);
   // Splits `block` so that it is `size` long, the rest going back to `pool`.
   void MaybeSplit(Block* block, size_t size, Pool& pool);
-  void ReleaseFreeSegments(Pool& pool);
+  // Gives back the wholly free segments of the shared cache (graph pools keep
+  // theirs unless graph_pools_too: the destructor).
+  void ReleaseFreeSegments(Pool& pool, bool graph_pools_too = false);
   void NoteAllocated(size_t size);
 
   std::unique_ptr<RawDeviceAllocator> raw_;
@@ -107,6 +130,7 @@ class CachingAllocator {
   Pool large_free_;                                // guarded by mutex_
   std::unordered_map<void*, Block*> allocated_;   // guarded by mutex_
   AllocatorStats stats_;                           // guarded by mutex_
+  std::unordered_map<uintptr_t, uint64_t> stream_pool_;  // stream -> graph pool it allocates from; guarded
 };
 
 }  // namespace ringmaster::engine

@@ -169,5 +169,77 @@ TEST(CachingAllocatorTest, ConcurrentAllocateAndFreeKeepTheBooksStraight) {
   EXPECT_TRUE(state.live.empty());
 }
 
+// A graph pool: blocks allocated inside it are never handed out outside it,
+// even once freed, until ReleasePool; entering it again reuses its blocks.
+TEST(CachingAllocatorTest, GraphPoolBlocksStayInThePoolUntilReleased) {
+  FakeRawAllocator::State state;
+  CachingAllocator allocator(std::make_unique<FakeRawAllocator>(&state));
+  constexpr uint64_t kPool = 7;
+  allocator.BeginPool(kPool, kStream);
+  void* persistent = *allocator.Allocate(4 * kMiB, kStream);  // e.g. an activation the graph keeps
+  void* temp = *allocator.Allocate(1024, kStream);            // freed during capture
+  allocator.Free(temp);
+  allocator.EndPool(kStream);
+  EXPECT_EQ(state.mallocs, 2);
+  EXPECT_EQ(allocator.PoolBytes(kPool), 4 * kMiB + CachingAllocator::kSmallSegment);
+  EXPECT_EQ(allocator.PoolAllocatedBytes(kPool), 4 * kMiB);
+
+  // Outside the pool, the same sizes do not get the pool's blocks.
+  void* outside_small = *allocator.Allocate(1024, kStream);
+  EXPECT_NE(outside_small, temp);
+  allocator.Free(persistent);  // the graph's tensor dropped: still the pool's
+  void* outside_large = *allocator.Allocate(4 * kMiB, kStream);
+  EXPECT_NE(outside_large, persistent);
+  EXPECT_EQ(state.mallocs, 4);
+  EXPECT_EQ(allocator.PoolBytes(kPool), 4 * kMiB + CachingAllocator::kSmallSegment);
+  EXPECT_EQ(allocator.PoolAllocatedBytes(kPool), 0u);
+
+  // EmptyCache and an out-of-memory retry keep the pool's free segments.
+  allocator.EmptyCache();
+  EXPECT_EQ(state.live.count(persistent), 1u);
+  EXPECT_EQ(state.live.count(temp), 1u);
+
+  // A second capture into the pool reuses its blocks without a raw malloc.
+  allocator.BeginPool(kPool, kStream);
+  void* again_large = *allocator.Allocate(4 * kMiB, kStream);
+  void* again_small = *allocator.Allocate(1024, kStream);
+  allocator.EndPool(kStream);
+  EXPECT_EQ(again_large, persistent);
+  EXPECT_EQ(again_small, temp);
+  EXPECT_EQ(state.mallocs, 4);
+  allocator.Free(again_small);
+
+  // Released (the graph destroyed): the free blocks join the shared cache,
+  // and so does a block still allocated once it is freed.
+  allocator.ReleasePool(kPool);
+  EXPECT_EQ(allocator.PoolBytes(kPool), 0u);
+  void* shared_small = *allocator.Allocate(1024, kStream);
+  EXPECT_EQ(state.mallocs, 4);
+  allocator.Free(again_large);
+  allocator.Free(outside_large);
+  allocator.Free(outside_small);
+  allocator.Free(shared_small);
+  allocator.EmptyCache();
+  EXPECT_TRUE(state.live.empty());
+  EXPECT_EQ(allocator.stats().allocated_bytes, 0u);
+  EXPECT_EQ(allocator.stats().reserved_bytes, 0u);
+}
+
+TEST(CachingAllocatorTest, GraphPoolIsPerStreamAndFreedSegmentsGoBackOnDestruction) {
+  FakeRawAllocator::State state;
+  {
+    CachingAllocator allocator(std::make_unique<FakeRawAllocator>(&state));
+    allocator.BeginPool(1, kStream);
+    void* in_pool = *allocator.Allocate(1024, kStream);
+    void* other_stream = *allocator.Allocate(1024, kOtherStream);  // not capturing: shared cache
+    allocator.EndPool(kStream);
+    EXPECT_EQ(allocator.PoolAllocatedBytes(1), 512u * 2);
+    allocator.Free(in_pool);
+    allocator.Free(other_stream);
+    EXPECT_EQ(allocator.stats().allocated_bytes, 0u);
+  }
+  EXPECT_TRUE(state.live.empty());  // the pool's free segment too
+}
+
 }  // namespace
 }  // namespace ringmaster::engine
