@@ -148,6 +148,26 @@ class Backend {
                                  const Tensor& rstd, const Tensor& dx, const Tensor& dgamma,
                                  const Tensor& dbeta) = 0;
 
+  // ---- Fused ops (a GPT block's MLP and residual stream) --------------------
+  // Each equals the unfused sequence named beside it; a device backend may run
+  // it as one pass (see the backend's header for how close it stays).
+  // pre[M, N] = x[M, K] @ w[N, K]^T + bias[N] (kept for backward), y = gelu(pre)
+  // (GeluForward's tanh approximation): Gemm(false, true, 1, x, w, 0, pre,
+  // &bias), then GeluForward(pre, y). x may have any rank (rows merged).
+  virtual void LinearGeluForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& pre,
+                                 const Tensor& y) = 0;
+  // sum = a + b (the new residual stream), y = LayerNorm(sum), mean and rstd as
+  // LayerNormForward: Add(a, b, sum), then LayerNormForward(sum, ...).
+  virtual void AddLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma, const Tensor& beta,
+                                   float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
+                                   const Tensor& rstd) = 0;
+  // dx = residual + the dx of LayerNormBackward(x, dy, ...) (the residual
+  // stream's gradient; rounded as Add rounds); dgamma, dbeta +=. dx may alias
+  // residual (updated in place), not x or dy.
+  virtual void AddLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                                    const Tensor& rstd, const Tensor& residual, const Tensor& dx,
+                                    const Tensor& dgamma, const Tensor& dbeta) = 0;
+
   // ---- Embedding ----------------------------------------------------------
   // out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]. tokens i32 [B, T] (each in
   // [0, V)), wte [V, C], wpe [>= T, C], out [B, T, C].

@@ -11,7 +11,7 @@
 //
 // The implementation is split by op family: cpu_backend.cc (memory,
 // elementwise), cpu_gemm.cc, cpu_conv.cc, cpu_norm.cc, cpu_activation.cc,
-// cpu_attention.cc, cpu_embedding_loss.cc.
+// cpu_attention.cc, cpu_embedding_loss.cc, cpu_fused.cc.
 
 #include <memory>
 
@@ -80,6 +80,15 @@ class CpuBackend final : public Backend {
                         const Tensor& mean, const Tensor& rstd) override;
   void LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) override;
+
+  // The fused ops run unfused (cpu_fused.cc), bitwise the sequences backend.h names.
+  void LinearGeluForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& pre,
+                         const Tensor& y) override;
+  void AddLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma, const Tensor& beta, float eps,
+                           const Tensor& sum, const Tensor& y, const Tensor& mean, const Tensor& rstd) override;
+  void AddLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                            const Tensor& rstd, const Tensor& residual, const Tensor& dx, const Tensor& dgamma,
+                            const Tensor& dbeta) override;
 
   void EmbeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, const Tensor& out) override;
   void EmbeddingBackward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte, const Tensor& dwpe) override;

@@ -102,6 +102,17 @@ class CudaBackend final : public Backend {
   void LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) override;
 
+  // cuBLASLt's GELU_AUX_BIAS epilogue (cuda_gemm.cc: when it falls back, and
+  // why 16-bit y is within tolerance of the CPU twin, not bitwise).
+  void LinearGeluForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& pre,
+                         const Tensor& y) override;
+  // One kernel each (kernels/layernorm.cu), rounding where the CPU twin rounds.
+  void AddLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma, const Tensor& beta, float eps,
+                           const Tensor& sum, const Tensor& y, const Tensor& mean, const Tensor& rstd) override;
+  void AddLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                            const Tensor& rstd, const Tensor& residual, const Tensor& dx, const Tensor& dgamma,
+                            const Tensor& dbeta) override;
+
   void EmbeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, const Tensor& out) override;
   void EmbeddingBackward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte, const Tensor& dwpe) override;
 

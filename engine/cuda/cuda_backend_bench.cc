@@ -1,6 +1,7 @@
 // Prints the speed of the CudaBackend's heavy ops in each compute mode:
 // GEMM TFLOP/s (GPT-2-small-sized matmuls), attention forward + backward, and
-// the fused LayerNorm / softmax cross-entropy. Without a device it says so and
+// the fused LayerNorm / softmax cross-entropy, and the fused ops of the GPT
+// block against their unfused sequences. Without a device it says so and
 // exits 0 (nothing to measure). Numbers, not assertions: see #7 for the
 // validation runs on an H100.
 //
@@ -35,6 +36,42 @@ double TimeMs(CudaBackend& be, int iters, const std::function<void()>& op) {
     return -1.0;
   }
   return std::chrono::duration<double, std::milli>(end - start).count() / iters;
+}
+
+// The fused ops against the unfused sequences they replace in the GPT block.
+// x [8192, 768] (768-wide inputs), bias [3072].
+void BenchFused(CudaBackend& be, const Tensor& x, const Tensor& bias, const Tensor& x2, const Tensor& gamma,
+                const Tensor& beta) {
+  const int64_t m = x.dim(0), k = x.dim(1), n = bias.numel();
+  Tensor w = be.ToDevice(testing::RandomTensor({n, k}, 11, -0.05f, 0.05f));
+  Tensor pre = be.Empty({m, n}), y = be.Empty({m, n});
+  const double fused = TimeMs(be, 20, [&] { be.LinearGeluForward(x, w, bias, pre, y); });
+  const double unfused = TimeMs(be, 20, [&] {
+    be.Gemm(false, true, 1.0f, x, w, 0.0f, pre, &bias);
+    be.GeluForward(pre, y);
+  });
+  std::printf("  linear+gelu [%ld x %ld] -> %ld: fused (GELU epilogue) %.3f ms, gemm + gelu %.3f ms\n",
+              static_cast<long>(m), static_cast<long>(k), static_cast<long>(n), fused, unfused);
+
+  const int64_t rows = x2.dim(0), c = x2.dim(1);
+  Tensor r = be.ToDevice(testing::RandomTensor({rows, c}, 12));
+  Tensor sum = be.Empty({rows, c}), out = be.Empty({rows, c}), mean = be.Empty({rows}), rstd = be.Empty({rows});
+  const double add_ln =
+      TimeMs(be, 50, [&] { be.AddLayerNormForward(x2, r, gamma, beta, 1e-5f, sum, out, mean, rstd); });
+  const double add_then_ln = TimeMs(be, 50, [&] {
+    be.Add(x2, r, sum);
+    be.LayerNormForward(sum, gamma, beta, 1e-5f, out, mean, rstd);
+  });
+  std::printf("  add+layernorm [%ld x %ld] forward: fused %.3f ms, add + layernorm %.3f ms\n",
+              static_cast<long>(rows), static_cast<long>(c), add_ln, add_then_ln);
+  Tensor dgamma = be.Zeros({c}), dbeta = be.Zeros({c}), dx = be.Empty({rows, c}), g = be.Empty({rows, c});
+  const double bwd =
+      TimeMs(be, 50, [&] { be.AddLayerNormBackward(sum, out, gamma, mean, rstd, r, dx, dgamma, dbeta); });
+  const double bwd_then_add = TimeMs(be, 50, [&] {
+    be.LayerNormBackward(sum, out, gamma, mean, rstd, g, dgamma, dbeta);
+    be.Add(r, g, dx);
+  });
+  std::printf("  layernorm backward + residual: fused %.3f ms, backward + add %.3f ms\n", bwd, bwd_then_add);
 }
 
 void BenchMode(const Mode& mode) {
@@ -75,6 +112,7 @@ void BenchMode(const Mode& mode) {
   Tensor y = be.Empty({b * t, c_model}), mean = be.Empty({b * t}), rstd = be.Empty({b * t});
   const double ln = TimeMs(be, 50, [&] { be.LayerNormForward(x, gamma, beta, 1e-5f, y, mean, rstd); });
   std::printf("  layernorm [8192 x 768] forward: %.3f ms (%.0f GB/s)\n", ln, 2.0 * x.bytes() / ln / 1e6);
+  BenchFused(be, a, bias, x, gamma, beta);
 
   const int64_t rows = 2048, vocab = 50257;
   Tensor logits = be.ToDevice(testing::RandomTensor({rows, vocab}, 8));

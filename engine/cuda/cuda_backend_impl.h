@@ -41,6 +41,12 @@ struct GemmCall {
   float* c = nullptr;
   int64_t ldc = 0, stride_c = 0;
   const float* bias = nullptr;  // [n] or null (batch == 1 only)
+  // With a bias, batch 1 and beta 0: c = gelu(product + bias) and gelu_aux
+  // [m, n] (dense) = product + bias, through cuBLASLt's
+  // CUBLASLT_EPILOGUE_GELU_AUX_BIAS. n must be a multiple of 8 (the aux
+  // leading dimension's rule). UNIMPLEMENTED when cuBLASLt has no algorithm
+  // for it (the caller falls back to the unfused ops).
+  float* gelu_aux = nullptr;
   // With a 16-bit compute dtype, round c to it (false: keep the fp32 product,
   // as the CPU does for attention scores). c must be dense (ldc == n).
   bool round_output = true;

@@ -1,4 +1,5 @@
-// CudaBackend: GEMM and batched GEMM through cuBLASLt, and the bias gradient.
+// CudaBackend: GEMM and batched GEMM through cuBLASLt, the bias gradient, and
+// the GEMM with the bias + GELU epilogue (LinearGeluForward).
 //
 // Our tensors are row-major; cuBLASLt is column-major. A row-major [r, c]
 // matrix is the column-major [c, r] one, so c = op(a) op(b) is computed as
@@ -27,10 +28,45 @@ MatDims As2D(const Tensor& t) {
 // Elements spanned by `batch` matrices of `rows` x `ld` spaced `stride` apart.
 int64_t Extent(int64_t batch, int64_t stride, int64_t rows, int64_t ld) { return (batch - 1) * stride + rows * ld; }
 
+// The GemmCall of Backend::Gemm's arguments, checked (a mismatch is a caller bug).
+GemmCall GemmCallFor(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
+                     const Tensor& c, const Tensor* bias) {
+  CheckDeviceF32(a, "Gemm a");
+  CheckDeviceF32(b, "Gemm b");
+  CheckDeviceF32(c, "Gemm c");
+  const MatDims ad = As2D(a), bd = As2D(b);
+  GemmCall g;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.m = trans_a ? ad.cols : ad.rows;
+  g.k = trans_a ? ad.rows : ad.cols;
+  g.n = trans_b ? bd.rows : bd.cols;
+  ENGINE_CHECK(g.k == (trans_b ? bd.cols : bd.rows), "Gemm inner dims: a {} (trans {}) b {} (trans {})",
+               ShapeString(a.shape()), trans_a, ShapeString(b.shape()), trans_b);
+  ENGINE_CHECK(c.numel() == g.m * g.n && (g.n == 0 || c.dim(-1) == g.n), "Gemm c {} for [{}, {}]",
+               ShapeString(c.shape()), g.m, g.n);
+  if (bias != nullptr) {
+    CheckDeviceF32(*bias, "Gemm bias");
+    ENGINE_CHECK(bias->numel() == g.n, "Gemm bias {} for N = {}", ShapeString(bias->shape()), g.n);
+  }
+  g.alpha = alpha;
+  g.beta = beta;
+  g.a = F32(a);
+  g.lda = ad.cols;
+  g.b = F32(b);
+  g.ldb = bd.cols;
+  g.c = F32(c);
+  g.ldc = g.n;
+  g.bias = bias != nullptr ? F32(*bias) : nullptr;
+  return g;
+}
+
 }  // namespace
 
 absl::Status CudaBackend::Impl::Gemm(const GemmCall& g) {
   if (g.m == 0 || g.n == 0) return absl::OkStatus();
+  ENGINE_CHECK(g.gelu_aux == nullptr || (g.bias != nullptr && g.batch == 1 && g.beta == 0.0f && g.n % 8 == 0),
+               "GELU epilogue GEMM needs a bias, batch 1, beta 0 and n % 8 == 0");
   const cudaStream_t s = stream.get();
   const kernels::FloatType rt = round();
   // Operands in the compute dtype: 16-bit copies (rounded) in scratch.
@@ -87,14 +123,23 @@ absl::Status CudaBackend::Impl::Gemm(const GemmCall& g) {
   key.ab_type = ab_type;
   key.compute = compute;
   key.bias = bias != nullptr;
+  key.gelu_aux = g.gelu_aux != nullptr;
+  key.aux_ld = key.gelu_aux ? g.n : 0;  // cuBLASLt's aux is [n, m] column-major: our row-major [m, n]
   key.align_a = PointerAlignment(b);
   key.align_b = PointerAlignment(a);
   key.align_c = PointerAlignment(d);
+  key.align_aux = key.gelu_aux ? PointerAlignment(g.gelu_aux) : 256;
   absl::StatusOr<const GemmPlan*> plan = gemm_plans.Get(cublaslt, key, kGemmWorkspaceBytes);
+  if (!plan.ok() && key.gelu_aux) return absl::UnimplementedError(plan.status().message());
   if (!plan.ok()) return plan.status();
   if (bias != nullptr) {
     CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute((*plan)->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                           &bias, sizeof bias));
+  }
+  if (key.gelu_aux) {
+    void* aux = g.gelu_aux;
+    CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+        (*plan)->desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
   }
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(cublaslt, (*plan)->desc.get(), &g.alpha, b, (*plan)->a.get(), a,
                                         (*plan)->b.get(), &beta, d, (*plan)->c.get(), d, (*plan)->c.get(),
@@ -104,6 +149,7 @@ absl::Status CudaBackend::Impl::Gemm(const GemmCall& g) {
   if (!separate) {
     // c is dense here (ldc == n, stride == m * n, as every caller passes).
     CUDA_RETURN_IF_ERROR(kernels::LaunchRound(g.c, g.c, total, rt, s));
+    if (g.gelu_aux != nullptr) CUDA_RETURN_IF_ERROR(kernels::LaunchRound(g.gelu_aux, g.gelu_aux, total, rt, s));
     return absl::OkStatus();
   }
   if (g.beta != 1.0f) CUDA_RETURN_IF_ERROR(kernels::LaunchScale(g.c, total, g.beta, s));
@@ -113,33 +159,7 @@ absl::Status CudaBackend::Impl::Gemm(const GemmCall& g) {
 
 void CudaBackend::Gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
                        const Tensor& c, const Tensor* bias) {
-  CheckDeviceF32(a, "Gemm a");
-  CheckDeviceF32(b, "Gemm b");
-  CheckDeviceF32(c, "Gemm c");
-  const MatDims ad = As2D(a), bd = As2D(b);
-  GemmCall g;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
-  g.m = trans_a ? ad.cols : ad.rows;
-  g.k = trans_a ? ad.rows : ad.cols;
-  g.n = trans_b ? bd.rows : bd.cols;
-  ENGINE_CHECK(g.k == (trans_b ? bd.cols : bd.rows), "Gemm inner dims: a {} (trans {}) b {} (trans {})",
-               ShapeString(a.shape()), trans_a, ShapeString(b.shape()), trans_b);
-  ENGINE_CHECK(c.numel() == g.m * g.n && (g.n == 0 || c.dim(-1) == g.n), "Gemm c {} for [{}, {}]",
-               ShapeString(c.shape()), g.m, g.n);
-  if (bias != nullptr) {
-    CheckDeviceF32(*bias, "Gemm bias");
-    ENGINE_CHECK(bias->numel() == g.n, "Gemm bias {} for N = {}", ShapeString(bias->shape()), g.n);
-  }
-  g.alpha = alpha;
-  g.beta = beta;
-  g.a = F32(a);
-  g.lda = ad.cols;
-  g.b = F32(b);
-  g.ldb = bd.cols;
-  g.c = F32(c);
-  g.ldc = g.n;
-  g.bias = bias != nullptr ? F32(*bias) : nullptr;
+  const GemmCall g = GemmCallFor(trans_a, trans_b, alpha, a, b, beta, c, bias);
   if (g.k == 0) {  // an empty product: c = beta * c + bias
     impl_->Run([&] {
       CUDA_RETURN_IF_ERROR(kernels::LaunchScale(g.c, c.numel(), beta, compute_stream()));
@@ -153,6 +173,39 @@ void CudaBackend::Gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a,
     return;
   }
   impl_->Run([&] { return impl_->Gemm(g); });
+}
+
+// GPT-2's c_fc + GELU. cuBLASLt's GELU epilogue is the tanh approximation
+// (PyTorch's _addmm_activation relies on it: pytorch/pytorch#104061; the
+// cuBLASLt docs name no formula), the one GeluForward computes; the fp32 GPU
+// test against the CPU twin (1e-5) would catch the erf form (up to 4e-4
+// apart). With a 16-bit compute dtype the epilogue applies GELU to the fp32
+// pre-activation, so y = round(gelu(pre)) where the unfused ops give
+// round(gelu(round(pre))): within the 16-bit tolerance, not bitwise.
+// Falls back to Gemm + bias, then our GELU kernel, when N is not a multiple
+// of 8 (the aux leading dimension must be) or cuBLASLt has no algorithm with
+// the epilogue for this shape/dtype (remembered per shape by the plan cache).
+void CudaBackend::LinearGeluForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& pre,
+                                    const Tensor& y) {
+  CheckDeviceF32(pre, "LinearGelu pre");
+  GemmCall g = GemmCallFor(false, true, 1.0f, x, w, 0.0f, y, &bias);
+  ENGINE_CHECK(pre.shape() == y.shape(), "LinearGelu pre {} y {}", ShapeString(pre.shape()), ShapeString(y.shape()));
+  if (g.k == 0 || g.n % 8 != 0) {  // the unfused ops (Gemm handles k == 0)
+    Gemm(false, true, 1.0f, x, w, 0.0f, pre, &bias);
+    GeluForward(pre, y);
+    return;
+  }
+  g.gelu_aux = F32(pre);
+  impl_->Run([&]() -> absl::Status {
+    absl::Status fused = impl_->Gemm(g);
+    if (!absl::IsUnimplemented(fused)) return fused;
+    GemmCall unfused = g;
+    unfused.c = g.gelu_aux;
+    unfused.gelu_aux = nullptr;
+    RETURN_IF_ERROR(impl_->Gemm(unfused));
+    CUDA_RETURN_IF_ERROR(kernels::LaunchGelu(F32(pre), F32(y), y.numel(), impl_->round(), compute_stream()));
+    return absl::OkStatus();
+  });
 }
 
 void CudaBackend::GemmBatched(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,

@@ -1,6 +1,7 @@
 // CudaBackend: BatchNorm2d through cuDNN (spatial mode), LayerNorm through our
-// fused kernels. Statistics are fp32; parameter gradients are not rounded and
-// y/dx are rounded to the compute dtype, as on the CPU.
+// fused kernels (also with the residual add fused in: AddLayerNormForward and
+// AddLayerNormBackward). Statistics are fp32; parameter gradients are not
+// rounded and y/dx are rounded to the compute dtype, as on the CPU.
 //
 // cuDNN's running statistics follow PyTorch's contract (PyTorch passes its
 // momentum as cuDNN's exponentialAverageFactor): r = (1 - f) r + f stat, the
@@ -117,9 +118,44 @@ void CudaBackend::LayerNormForward(const Tensor& x, const Tensor& gamma, const T
                                              impl_->round(), compute_stream()));
 }
 
-void CudaBackend::LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
-                                    const Tensor& rstd, const Tensor& dx, const Tensor& dgamma,
-                                    const Tensor& dbeta) {
+void CudaBackend::AddLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma, const Tensor& beta,
+                                      float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
+                                      const Tensor& rstd) {
+  CheckDeviceF32(a, "add-ln a");
+  CheckDeviceF32(b, "add-ln b");
+  CheckDeviceF32(sum, "add-ln sum");
+  CheckDeviceF32(y, "add-ln y");
+  const int64_t c = a.dim(-1), rows = c == 0 ? 0 : a.numel() / c;
+  ENGINE_CHECK(b.numel() == a.numel() && sum.numel() == a.numel() && y.numel() == a.numel(), "add-ln shapes");
+  CheckChannelVecs({&gamma, &beta}, c);
+  CheckChannelVecs({&mean, &rstd}, rows);
+  RM_CUDA_OP(kernels::LaunchAddLayerNormForward(F32(a), F32(b), F32(gamma), F32(beta), eps, rows, c, F32(sum), F32(y),
+                                                F32(mean), F32(rstd), impl_->round(), compute_stream()));
+}
+
+namespace {
+
+// LayerNormBackward's body, dx = residual + g when residual is not null.
+// (A template so that it can take the backend's private Impl.)
+template <typename Impl>
+absl::Status LayerNormBackwardOn(Impl& impl, cudaStream_t s, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                 const Tensor& mean, const Tensor& rstd, const float* residual, const Tensor& dx,
+                                 const Tensor& dgamma, const Tensor& dbeta) {
+  const int64_t c = x.dim(-1), rows = c == 0 ? 0 : x.numel() / c;
+  ASSIGN_OR_RETURN(Tensor dy_xhat, impl.Scratch(rows * c));
+  ASSIGN_OR_RETURN(Tensor partial, impl.Scratch(kernels::ColumnSumScratchFloats(rows, c)));
+  // dbeta first: dx may alias dy.
+  CUDA_RETURN_IF_ERROR(kernels::LaunchColumnSum(F32(dy), rows, c, F32(partial), F32(dbeta), /*accumulate=*/true,
+                                                kernels::FloatType::kF32, s));
+  CUDA_RETURN_IF_ERROR(kernels::LaunchLayerNormBackward(F32(x), F32(dy), F32(gamma), F32(mean), F32(rstd), residual,
+                                                        rows, c, F32(dx), F32(dy_xhat), impl.round(), s));
+  CUDA_RETURN_IF_ERROR(kernels::LaunchColumnSum(F32(dy_xhat), rows, c, F32(partial), F32(dgamma),
+                                                /*accumulate=*/true, kernels::FloatType::kF32, s));
+  return absl::OkStatus();
+}
+
+void CheckLnBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                     const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
   CheckDeviceF32(x, "ln x");
   CheckDeviceF32(dy, "ln dy");
   CheckDeviceF32(dx, "ln dx");
@@ -127,18 +163,28 @@ void CudaBackend::LayerNormBackward(const Tensor& x, const Tensor& dy, const Ten
   ENGINE_CHECK(dy.numel() == x.numel() && dx.numel() == x.numel(), "ln backward shapes");
   CheckChannelVecs({&gamma, &dgamma, &dbeta}, c);
   CheckChannelVecs({&mean, &rstd}, rows);
-  impl_->Run([&]() -> absl::Status {
-    const cudaStream_t s = compute_stream();
-    ASSIGN_OR_RETURN(Tensor dy_xhat, impl_->Scratch(rows * c));
-    ASSIGN_OR_RETURN(Tensor partial, impl_->Scratch(kernels::ColumnSumScratchFloats(rows, c)));
-    // dbeta first: dx may alias dy.
-    CUDA_RETURN_IF_ERROR(kernels::LaunchColumnSum(F32(dy), rows, c, F32(partial), F32(dbeta), /*accumulate=*/true,
-                                                  kernels::FloatType::kF32, s));
-    CUDA_RETURN_IF_ERROR(kernels::LaunchLayerNormBackward(F32(x), F32(dy), F32(gamma), F32(mean), F32(rstd), rows, c,
-                                                          F32(dx), F32(dy_xhat), impl_->round(), s));
-    CUDA_RETURN_IF_ERROR(kernels::LaunchColumnSum(F32(dy_xhat), rows, c, F32(partial), F32(dgamma),
-                                                  /*accumulate=*/true, kernels::FloatType::kF32, s));
-    return absl::OkStatus();
+}
+
+}  // namespace
+
+void CudaBackend::LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                                    const Tensor& rstd, const Tensor& dx, const Tensor& dgamma,
+                                    const Tensor& dbeta) {
+  CheckLnBackward(x, dy, gamma, mean, rstd, dx, dgamma, dbeta);
+  impl_->Run([&] {
+    return LayerNormBackwardOn(*impl_, compute_stream(), x, dy, gamma, mean, rstd, nullptr, dx, dgamma, dbeta);
+  });
+}
+
+void CudaBackend::AddLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                                       const Tensor& rstd, const Tensor& residual, const Tensor& dx,
+                                       const Tensor& dgamma, const Tensor& dbeta) {
+  CheckLnBackward(x, dy, gamma, mean, rstd, dx, dgamma, dbeta);
+  CheckDeviceF32(residual, "ln residual");
+  ENGINE_CHECK(residual.numel() == x.numel(), "ln residual {}", ShapeString(residual.shape()));
+  ENGINE_CHECK(dx.raw() != x.raw() && dx.raw() != dy.raw(), "AddLayerNormBackward: dx aliases x or dy");
+  impl_->Run([&] {
+    return LayerNormBackwardOn(*impl_, compute_stream(), x, dy, gamma, mean, rstd, F32(residual), dx, dgamma, dbeta);
   });
 }
 

@@ -42,6 +42,8 @@ absl::StatusOr<const GemmPlan*> GemmPlanCache::Get(cublasLtHandle_t handle, cons
                                                     size_t workspace_bytes) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
+  auto failed = no_algorithm_.find(key);
+  if (failed != no_algorithm_.end()) return failed->second;
 
   auto plan = std::make_unique<GemmPlan>();
   cublasLtMatmulDesc_t desc = nullptr;
@@ -52,10 +54,18 @@ absl::StatusOr<const GemmPlan*> GemmPlanCache::Get(cublasLtHandle_t handle, cons
   CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a));
   CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b));
   if (key.bias) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cublasLtEpilogue_t epilogue = key.gelu_aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
     CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue));
     const cudaDataType_t bias_type = CUDA_R_32F;
     CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type));
+  }
+  if (key.gelu_aux) {
+    if (!key.bias) return absl::InvalidArgumentError("the GELU_AUX epilogue is only used with a bias");
+    CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, key.aux_ld));
+    // The heuristic reads the aux pointer's value for its alignment only: a
+    // stand-in address with the key's alignment; the call sets the real one.
+    const void* aux = reinterpret_cast<const void*>(uintptr_t{key.align_aux});
+    CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux));
   }
   // Stored shapes: A is [m, k] (or [k, m] transposed), B is [k, n] (or [n, k]).
   auto a = MakeLayout(key.ab_type, key.trans_a ? key.k : key.m, key.trans_a ? key.m : key.k, key.lda, key.batch,
@@ -88,14 +98,21 @@ absl::StatusOr<const GemmPlan*> GemmPlanCache::Get(cublasLtHandle_t handle, cons
   }
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(handle, desc, plan->a.get(), plan->b.get(), plan->c.get(),
-                                                        plan->c.get(), pref, 1, &result, &found));
+  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(
+      handle, desc, plan->a.get(), plan->b.get(), plan->c.get(), plan->c.get(), pref, 1, &result, &found);
+  // An epilogue cuBLASLt does not support for these types/shape answers
+  // NOT_SUPPORTED rather than no algorithm: both mean "no plan".
+  if (heuristic == CUBLAS_STATUS_NOT_SUPPORTED) {
+    found = 0;
+  } else {
+    CUBLAS_RETURN_IF_ERROR(heuristic);
+  }
   if (found == 0) {
-    return absl::InternalError(absl::StrFormat(
+    return no_algorithm_[key] = absl::InternalError(absl::StrFormat(
         "cuBLASLt has no algorithm for a %dx%dx%d GEMM (batch %d, A/B type %d, compute %d, alignments %d/%d/%d, "
-        "workspace %d bytes)",
+        "GELU epilogue %d, workspace %d bytes)",
         key.m, key.n, key.k, key.batch, static_cast<int>(key.ab_type), static_cast<int>(key.compute), key.align_a,
-        key.align_b, key.align_c, workspace_bytes));
+        key.align_b, key.align_c, key.gelu_aux, workspace_bytes));
   }
   plan->algo = result.algo;
   const GemmPlan* out = plan.get();

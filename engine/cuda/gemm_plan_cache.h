@@ -25,12 +25,16 @@ struct GemmKey {
   cudaDataType_t ab_type = CUDA_R_32F;  // C and D are always CUDA_R_32F
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   bool bias = false;
+  // CUBLASLT_EPILOGUE_GELU_AUX_BIAS (needs bias): D = gelu(product + bias) and
+  // the aux matrix [m, n] (f32, leading dimension aux_ld) = product + bias.
+  bool gelu_aux = false;
+  int64_t aux_ld = 0;
   // Alignment (bytes, a power of two up to 256) the pointers are known to have.
-  uint32_t align_a = 256, align_b = 256, align_c = 256;
+  uint32_t align_a = 256, align_b = 256, align_c = 256, align_aux = 256;
 
   auto Tie() const {
     return std::tie(trans_a, trans_b, m, n, k, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, ab_type, compute,
-                    bias, align_a, align_b, align_c);
+                    bias, gelu_aux, aux_ld, align_a, align_b, align_c, align_aux);
   }
   bool operator<(const GemmKey& other) const { return Tie() < other.Tie(); }
 };
@@ -50,12 +54,14 @@ struct GemmPlan {
 class GemmPlanCache {
  public:
   // The plan for `key`, built on first use. INTERNAL (with cuBLASLt's status)
-  // when cuBLASLt has no algorithm for it within `workspace_bytes`.
+  // when cuBLASLt has no algorithm for it within `workspace_bytes`; a key
+  // without one is remembered and fails again at once.
   absl::StatusOr<const GemmPlan*> Get(cublasLtHandle_t handle, const GemmKey& key, size_t workspace_bytes);
   size_t size() const { return plans_.size(); }
 
  private:
   std::map<GemmKey, std::unique_ptr<GemmPlan>> plans_;
+  std::map<GemmKey, absl::Status> no_algorithm_;
 };
 
 // The largest power of two (<= 256) dividing the address.

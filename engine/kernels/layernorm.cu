@@ -7,16 +7,31 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-__global__ void LayerNormForwardKernel(const float* x, const float* gamma, const float* beta, float eps, int64_t rows,
-                                       int64_t c, float* y, float* mean, float* rstd, FloatType round) {
+// With b null: LayerNorm of x. With b: s = round(x + b) is written to sum and
+// normalised (the fused residual add); later passes re-read sum (this
+// thread's own writes) instead of x and b.
+__global__ void LayerNormForwardKernel(const float* x, const float* b, float* sum, const float* gamma,
+                                       const float* beta, float eps, int64_t rows, int64_t c, float* y, float* mean,
+                                       float* rstd, FloatType round) {
   const int64_t r = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (r >= rows) return;
+  float total = 0.0f;
   const float* p = x + r * c;
+  if (b != nullptr) {
+    const float* pb = b + r * c;
+    float* ps = sum + r * c;
+    for (int64_t j = lane; j < c; j += 32) {
+      const float v = RoundTo(round, p[j] + pb[j]);
+      ps[j] = v;
+      total += v;
+    }
+    p = ps;
+  } else {
+    for (int64_t j = lane; j < c; j += 32) total += p[j];
+  }
   float* q = y + r * c;
-  float sum = 0.0f;
-  for (int64_t j = lane; j < c; j += 32) sum += p[j];
-  const float m = WarpSum(sum) / static_cast<float>(c);
+  const float m = WarpSum(total) / static_cast<float>(c);
   float sq = 0.0f;
   for (int64_t j = lane; j < c; j += 32) {
     const float d = p[j] - m;
@@ -31,8 +46,8 @@ __global__ void LayerNormForwardKernel(const float* x, const float* gamma, const
 }
 
 __global__ void LayerNormBackwardKernel(const float* x, const float* dy, const float* gamma, const float* mean,
-                                        const float* rstd, int64_t rows, int64_t c, float* dx, float* dy_xhat,
-                                        FloatType round) {
+                                        const float* rstd, const float* residual, int64_t rows, int64_t c,
+                                        float* dx, float* dy_xhat, FloatType round) {
   const int64_t r = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (r >= rows) return;
@@ -51,7 +66,8 @@ __global__ void LayerNormBackwardKernel(const float* x, const float* dy, const f
   const float mean_dn_xhat = WarpSum(sum_dn_xhat) / static_cast<float>(c);
   for (int64_t j = lane; j < c; j += 32) {
     const float xhat = (p[j] - m) * s;
-    dx[r * c + j] = RoundTo(round, s * (g[j] * gamma[j] - mean_dn - xhat * mean_dn_xhat));
+    const float v = RoundTo(round, s * (g[j] * gamma[j] - mean_dn - xhat * mean_dn_xhat));
+    dx[r * c + j] = residual != nullptr ? RoundTo(round, residual[r * c + j] + v) : v;
   }
 }
 
@@ -63,17 +79,26 @@ cudaError_t LaunchLayerNormForward(const float* x, const float* gamma, const flo
                                    int64_t c, float* y, float* mean, float* rstd, FloatType round,
                                    cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  LayerNormForwardKernel<<<RowBlocks(rows), kWarpsPerBlock * 32, 0, stream>>>(x, gamma, beta, eps, rows, c, y, mean,
-                                                                              rstd, round);
+  LayerNormForwardKernel<<<RowBlocks(rows), kWarpsPerBlock * 32, 0, stream>>>(x, nullptr, nullptr, gamma, beta, eps,
+                                                                              rows, c, y, mean, rstd, round);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAddLayerNormForward(const float* a, const float* b, const float* gamma, const float* beta,
+                                      float eps, int64_t rows, int64_t c, float* sum, float* y, float* mean,
+                                      float* rstd, FloatType round, cudaStream_t stream) {
+  if (rows <= 0) return cudaSuccess;
+  LayerNormForwardKernel<<<RowBlocks(rows), kWarpsPerBlock * 32, 0, stream>>>(a, b, sum, gamma, beta, eps, rows, c,
+                                                                              y, mean, rstd, round);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchLayerNormBackward(const float* x, const float* dy, const float* gamma, const float* mean,
-                                    const float* rstd, int64_t rows, int64_t c, float* dx, float* dy_xhat,
-                                    FloatType round, cudaStream_t stream) {
+                                    const float* rstd, const float* residual, int64_t rows, int64_t c, float* dx,
+                                    float* dy_xhat, FloatType round, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  LayerNormBackwardKernel<<<RowBlocks(rows), kWarpsPerBlock * 32, 0, stream>>>(x, dy, gamma, mean, rstd, rows, c,
-                                                                               dx, dy_xhat, round);
+  LayerNormBackwardKernel<<<RowBlocks(rows), kWarpsPerBlock * 32, 0, stream>>>(x, dy, gamma, mean, rstd, residual,
+                                                                               rows, c, dx, dy_xhat, round);
   return cudaGetLastError();
 }
 

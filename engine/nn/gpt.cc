@@ -15,7 +15,6 @@ TransformerBlock::TransformerBlock(Backend& backend, std::string prefix, const M
       attn_(backend, prefix_ + ".attn", c.n_embd, c.n_head, c.n_layer, c.seed),
       ln_2_(backend, prefix_ + ".ln_2", c.n_embd, c.ln_eps),
       c_fc_(backend, prefix_ + ".mlp.c_fc", c.n_embd, 4 * c.n_embd, true, c.seed),
-      gelu_(backend, prefix_ + ".mlp.gelu"),
       c_proj_(backend, prefix_ + ".mlp.c_proj", 4 * c.n_embd, c.n_embd, true, c.seed) {
   InitGpt2Linear(backend, c_fc_, 0.02, c.seed);
   InitGpt2Linear(backend, c_proj_, 0.02 / std::sqrt(2.0 * c.n_layer), c.seed);
@@ -25,11 +24,9 @@ absl::StatusOr<Tensor> TransformerBlock::Forward(const Tensor& x, bool training,
   RETURN_IF_ERROR(CheckInput(prefix_, x, 3, 2, channels_));
   ASSIGN_OR_RETURN(Tensor a, ln_1_.Forward(x, training, mb));
   ASSIGN_OR_RETURN(a, attn_.Forward(a, training, mb));
-  Tensor h = backend_.Empty(x.shape());
-  backend_.Add(x, a, h);
-  ASSIGN_OR_RETURN(Tensor m, ln_2_.Forward(h, training, mb));
-  ASSIGN_OR_RETURN(m, c_fc_.Forward(m, training, mb));
-  ASSIGN_OR_RETURN(m, gelu_.Forward(m, training, mb));
+  Tensor h;  // x + a, the residual stream
+  ASSIGN_OR_RETURN(Tensor m, ln_2_.AddForward(x, a, training, mb, &h));
+  ASSIGN_OR_RETURN(m, c_fc_.ForwardGelu(m, training, mb));
   ASSIGN_OR_RETURN(m, c_proj_.Forward(m, training, mb));
   Tensor out = backend_.Empty(x.shape());
   backend_.Add(h, m, out);
@@ -39,17 +36,14 @@ absl::StatusOr<Tensor> TransformerBlock::Forward(const Tensor& x, bool training,
 absl::StatusOr<Tensor> TransformerBlock::Backward(const Tensor& dy, int mb) {
   // out = h + mlp(ln_2(h)):  dh = dy + ln_2'(mlp'(dy))
   ASSIGN_OR_RETURN(Tensor g, c_proj_.Backward(dy, mb));
-  ASSIGN_OR_RETURN(g, gelu_.Backward(g, mb));
-  ASSIGN_OR_RETURN(g, c_fc_.Backward(g, mb));
-  ASSIGN_OR_RETURN(g, ln_2_.Backward(g, mb));
+  ASSIGN_OR_RETURN(g, c_fc_.BackwardGelu(g, mb));
   Tensor dh = backend_.Empty(dy.shape());
-  backend_.Add(dy, g, dh);
-  // h = x + attn(ln_1(x)):  dx = dh + ln_1'(attn'(dh))
+  RETURN_IF_ERROR(ln_2_.BackwardAdd(g, mb, dy, dh));
+  // h = x + attn(ln_1(x)):  dx = dh + ln_1'(attn'(dh)), accumulated into dh
+  // (attn' has consumed it).
   ASSIGN_OR_RETURN(g, attn_.Backward(dh, mb));
-  ASSIGN_OR_RETURN(g, ln_1_.Backward(g, mb));
-  Tensor dx = backend_.Empty(dy.shape());
-  backend_.Add(dh, g, dx);
-  return dx;
+  RETURN_IF_ERROR(ln_1_.BackwardAdd(g, mb, dh, dh));
+  return dh;
 }
 
 ParameterList TransformerBlock::Parameters() {

@@ -13,7 +13,6 @@
 #include <memory>
 #include <string>
 
-#include "engine/nn/activation.h"
 #include "engine/nn/model.h"
 #include "engine/nn/model_factory.h"
 #include "engine/nn/transformer_layers.h"
@@ -21,6 +20,9 @@
 namespace ringmaster::engine::nn {
 
 // Pre-LN block: x + attn(ln_1(x)), then h + mlp(ln_2(h)), mlp = c_proj(gelu(c_fc(h))).
+// The residual add before ln_2 and c_fc's GELU run as fused backend ops
+// (AddLayerNormForward, LinearGeluForward), and so do both residual adds of
+// the backward pass (AddLayerNormBackward): bitwise the unfused ops on the CPU.
 class TransformerBlock final : public Block {
  public:
   TransformerBlock(Backend& backend, std::string prefix, const ModelConfig& config);
@@ -38,8 +40,7 @@ class TransformerBlock final : public Block {
   LayerNorm ln_1_;
   CausalSelfAttention attn_;
   LayerNorm ln_2_;
-  Linear c_fc_;
-  Gelu gelu_;
+  Linear c_fc_;  // with the GELU (ForwardGelu)
   Linear c_proj_;
 };
 

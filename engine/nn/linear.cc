@@ -41,6 +41,31 @@ absl::StatusOr<Tensor> Linear::Backward(const Tensor& dy, int micro_batch) {
   return dx;
 }
 
+absl::StatusOr<Tensor> Linear::ForwardGelu(const Tensor& x, bool training, int micro_batch) {
+  RETURN_IF_ERROR(CheckInput(prefix_, x, -1, -1, in_));
+  if (!has_bias_) return absl::FailedPreconditionError(absl::StrCat(prefix_, ": ForwardGelu needs a bias"));
+  Shape out_shape = x.shape();
+  out_shape.back() = out_;
+  Tensor pre = backend_.Empty(out_shape);
+  Tensor y = backend_.Empty(out_shape);
+  backend_.LinearGeluForward(x, weight_.value, bias_.value, pre, y);
+  if (training) {
+    inputs_.Put(micro_batch, x);
+    pre_gelu_.Put(micro_batch, std::move(pre));
+  }
+  return y;
+}
+
+absl::StatusOr<Tensor> Linear::BackwardGelu(const Tensor& dy, int micro_batch) {
+  ASSIGN_OR_RETURN(Tensor pre, pre_gelu_.Take(micro_batch, prefix_));
+  if (dy.shape() != pre.shape())
+    return absl::InvalidArgumentError(absl::StrCat(prefix_, ": grad ", ShapeString(dy.shape()), " for output ",
+                                                   ShapeString(pre.shape())));
+  Tensor dpre = backend_.Empty(pre.shape());
+  backend_.GeluBackward(pre, dy, dpre);
+  return Backward(dpre, micro_batch);
+}
+
 ParameterList Linear::Parameters() {
   ParameterList list = {&weight_};
   if (has_bias_) list.push_back(&bias_);

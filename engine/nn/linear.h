@@ -21,6 +21,11 @@ class Linear final : public Block {
   absl::StatusOr<Tensor> Forward(const Tensor& x, bool training, int micro_batch) override;
   absl::StatusOr<Tensor> Backward(const Tensor& dy, int micro_batch) override;
   ParameterList Parameters() override;
+  // gelu(Forward(x)) in one Backend::LinearGeluForward (GPT-2's c_fc + GELU;
+  // needs a bias). The pre-activation is kept for BackwardGelu; a micro-batch
+  // goes through Forward/Backward or ForwardGelu/BackwardGelu, not a mix.
+  absl::StatusOr<Tensor> ForwardGelu(const Tensor& x, bool training, int micro_batch);
+  absl::StatusOr<Tensor> BackwardGelu(const Tensor& dy, int micro_batch);
 
   Parameter& weight() { return weight_; }
   Parameter& bias() { return bias_; }  // undefined value when built without bias
@@ -32,6 +37,7 @@ class Linear final : public Block {
   bool has_bias_;
   Parameter weight_, bias_;
   CacheSlots<Tensor> inputs_;
+  CacheSlots<Tensor> pre_gelu_;  // ForwardGelu's x W^T + b
 };
 
 }  // namespace ringmaster::engine::nn

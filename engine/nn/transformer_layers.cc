@@ -29,13 +29,41 @@ absl::StatusOr<Tensor> LayerNorm::Forward(const Tensor& x, bool training, int mi
   return y;
 }
 
-absl::StatusOr<Tensor> LayerNorm::Backward(const Tensor& dy, int micro_batch) {
+absl::StatusOr<Tensor> LayerNorm::AddForward(const Tensor& a, const Tensor& b, bool training, int micro_batch,
+                                             Tensor* sum) {
+  RETURN_IF_ERROR(CheckInput(prefix_, a, -1, -1, channels_));
+  if (b.shape() != a.shape())
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix_, ": residual add of ", ShapeString(a.shape()), " and ", ShapeString(b.shape())));
+  const int64_t rows = a.numel() / channels_;
+  Cache c{backend_.Empty(a.shape()), backend_.Empty({rows}), backend_.Empty({rows})};
+  Tensor y = backend_.Empty(a.shape());
+  backend_.AddLayerNormForward(a, b, weight_.value, bias_.value, eps_, c.x, y, c.mean, c.rstd);
+  *sum = c.x;
+  if (training) caches_.Put(micro_batch, std::move(c));
+  return y;
+}
+
+absl::StatusOr<LayerNorm::Cache> LayerNorm::TakeCache(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Cache c, caches_.Take(micro_batch, prefix_));
   if (dy.shape() != c.x.shape())
     return absl::InvalidArgumentError(absl::StrCat(prefix_, ": grad ", ShapeString(dy.shape())));
+  return c;
+}
+
+absl::StatusOr<Tensor> LayerNorm::Backward(const Tensor& dy, int micro_batch) {
+  ASSIGN_OR_RETURN(Cache c, TakeCache(dy, micro_batch));
   Tensor dx = backend_.Empty(c.x.shape());
   backend_.LayerNormBackward(c.x, dy, weight_.value, c.mean, c.rstd, dx, weight_.grad, bias_.grad);
   return dx;
+}
+
+absl::Status LayerNorm::BackwardAdd(const Tensor& dy, int micro_batch, const Tensor& residual, const Tensor& dx) {
+  ASSIGN_OR_RETURN(Cache c, TakeCache(dy, micro_batch));
+  if (residual.shape() != c.x.shape() || dx.shape() != c.x.shape())
+    return absl::InvalidArgumentError(absl::StrCat(prefix_, ": residual grad ", ShapeString(residual.shape())));
+  backend_.AddLayerNormBackward(c.x, dy, weight_.value, c.mean, c.rstd, residual, dx, weight_.grad, bias_.grad);
+  return absl::OkStatus();
 }
 
 Embedding::Embedding(Backend& backend, int64_t vocab_size, int64_t block_size, int64_t channels, uint64_t seed)

@@ -26,11 +26,18 @@ class LayerNorm final : public Block {
   absl::StatusOr<Tensor> Forward(const Tensor& x, bool training, int micro_batch) override;
   absl::StatusOr<Tensor> Backward(const Tensor& dy, int micro_batch) override;
   ParameterList Parameters() override { return {&weight_, &bias_}; }
+  // The residual add fused in (Backend::AddLayerNormForward): *sum = a + b,
+  // returns LayerNorm(*sum).
+  absl::StatusOr<Tensor> AddForward(const Tensor& a, const Tensor& b, bool training, int micro_batch, Tensor* sum);
+  // dx = residual + Backward(dy) in one op (Backend::AddLayerNormBackward); dx
+  // may be residual itself (updated in place).
+  absl::Status BackwardAdd(const Tensor& dy, int micro_batch, const Tensor& residual, const Tensor& dx);
 
  private:
   struct Cache {
     Tensor x, mean, rstd;
   };
+  absl::StatusOr<Cache> TakeCache(const Tensor& dy, int micro_batch);
   Backend& backend_;
   std::string prefix_;
   int64_t channels_;

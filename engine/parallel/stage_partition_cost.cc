@@ -139,6 +139,25 @@ void FlopCountingBackend::LayerNormBackward(const Tensor& x, const Tensor& dy, c
   Count(2.0 * kNormFlopsPerElement * N(x));
   inner_.LayerNormBackward(x, dy, gamma, mean, rstd, dx, dgamma, dbeta);
 }
+// The fused ops count what their unfused sequences count, so a stage's cost
+// does not depend on which form the model calls.
+void FlopCountingBackend::LinearGeluForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& pre,
+                                            const Tensor& y) {
+  Count(GemmFlops(false, x, pre) + N(pre) + N(y));
+  inner_.LinearGeluForward(x, w, bias, pre, y);
+}
+void FlopCountingBackend::AddLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma,
+                                              const Tensor& beta, float eps, const Tensor& sum, const Tensor& y,
+                                              const Tensor& mean, const Tensor& rstd) {
+  Count((1.0 + kNormFlopsPerElement) * N(sum));
+  inner_.AddLayerNormForward(a, b, gamma, beta, eps, sum, y, mean, rstd);
+}
+void FlopCountingBackend::AddLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                               const Tensor& mean, const Tensor& rstd, const Tensor& residual,
+                                               const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+  Count((1.0 + 2.0 * kNormFlopsPerElement) * N(x));
+  inner_.AddLayerNormBackward(x, dy, gamma, mean, rstd, residual, dx, dgamma, dbeta);
+}
 void FlopCountingBackend::EmbeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
                                            const Tensor& out) {
   Count(N(out));

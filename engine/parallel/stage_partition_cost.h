@@ -77,6 +77,13 @@ class FlopCountingBackend final : public Backend {
                         const Tensor& mean, const Tensor& rstd) override;
   void LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) override;
+  void LinearGeluForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& pre,
+                         const Tensor& y) override;
+  void AddLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma, const Tensor& beta, float eps,
+                           const Tensor& sum, const Tensor& y, const Tensor& mean, const Tensor& rstd) override;
+  void AddLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                            const Tensor& rstd, const Tensor& residual, const Tensor& dx, const Tensor& dgamma,
+                            const Tensor& dbeta) override;
   void EmbeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, const Tensor& out) override;
   void EmbeddingBackward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte, const Tensor& dwpe) override;
   void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& att, const Tensor& out) override;

@@ -1,0 +1,99 @@
+// CudaBackend's fused ops (LinearGeluForward, AddLayerNormForward,
+// AddLayerNormBackward) against the CPU twin, which runs the unfused ops.
+// Shapes: sizes that are not multiples of 8/16 (LinearGelu's N % 8 != 0 takes
+// the unfused fallback) and GPT-2 small's (M = B*T, C = 768, 4C = 3072).
+// Tolerances: cuda_backend_test_util.h. In fp32 the GELU epilogue's formula is
+// checked too: the erf GELU differs from our tanh one by up to 4e-4.
+
+#include <algorithm>
+
+#include "engine/cuda/cuda_backend_test_util.h"
+
+namespace ringmaster::engine::testing {
+namespace {
+
+struct GemmShape {
+  int64_t m, k, n;
+};
+
+TEST_P(CudaBackendTest, LinearGeluForwardMatchesCpuTwin) {
+  // {37, 29, 53}: fallback (N % 8); {45, 40, 72}: odd M, epilogue; GPT-2's c_fc at B*T = 4*64.
+  const GemmShape shapes[] = {{37, 29, 53}, {45, 40, 72}, {3, 17, 24}, {256, 768, 3072}};
+  uint64_t seed = 100;
+  for (const GemmShape& s : shapes) {
+    Tensor x = Rand({s.m, s.k}, ++seed), w = Rand({s.n, s.k}, ++seed, -0.1f, 0.1f), b = Rand({s.n}, ++seed);
+    Tensor pre = Poisoned({s.m, s.n}), y = Poisoned({s.m, s.n});
+    Tensor preh = Tensor::Empty({s.m, s.n}), yh = Tensor::Empty({s.m, s.n});
+    gpu_->LinearGeluForward(Up(x), Up(w), Up(b), pre, y);
+    cpu_->LinearGeluForward(x, w, b, preh, yh);
+    SCOPED_TRACE(::testing::Message() << "M " << s.m << " K " << s.k << " N " << s.n);
+    ExpectClose("LinearGelu pre", pre, preh);
+    ExpectClose("LinearGelu y", y, yh);
+  }
+}
+
+TEST_P(CudaBackendTest, LinearGeluForwardOnRank3Input) {
+  const int64_t b = 2, t = 13, k = 24, n = 32;
+  Tensor x = Rand({b, t, k}, 120), w = Rand({n, k}, 121, -0.2f, 0.2f), bias = Rand({n}, 122);
+  Tensor pre = Poisoned({b, t, n}), y = Poisoned({b, t, n});
+  Tensor preh = Tensor::Empty({b, t, n}), yh = Tensor::Empty({b, t, n});
+  gpu_->LinearGeluForward(Up(x), Up(w), Up(bias), pre, y);
+  cpu_->LinearGeluForward(x, w, bias, preh, yh);
+  ExpectClose("LinearGelu pre", pre, preh);
+  ExpectClose("LinearGelu y", y, yh);
+}
+
+struct RowsC {
+  int64_t rows, c;
+};
+
+TEST_P(CudaBackendTest, AddLayerNormForwardMatchesCpuTwin) {
+  const RowsC shapes[] = {{7, 37}, {33, 100}, {256, 768}};
+  uint64_t seed = 200;
+  for (const RowsC& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << "rows " << s.rows << " C " << s.c);
+    Tensor a = Rand({s.rows, s.c}, ++seed, -2.0f, 2.0f), b = Rand({s.rows, s.c}, ++seed);
+    Tensor gamma = Rand({s.c}, ++seed), beta = Rand({s.c}, ++seed);
+    Tensor sum = Poisoned({s.rows, s.c}), y = Poisoned({s.rows, s.c});
+    Tensor mean = Poisoned({s.rows}), rstd = Poisoned({s.rows});
+    Tensor sumh = Tensor::Empty({s.rows, s.c}), yh = Tensor::Empty({s.rows, s.c});
+    Tensor mh = Tensor::Empty({s.rows}), rh = Tensor::Empty({s.rows});
+    gpu_->AddLayerNormForward(Up(a), Up(b), Up(gamma), Up(beta), 1e-5f, sum, y, mean, rstd);
+    cpu_->AddLayerNormForward(a, b, gamma, beta, 1e-5f, sumh, yh, mh, rh);
+    // The sum is one rounded addition on both sides: bitwise.
+    EXPECT_TRUE(BitwiseEqual(gpu_->ToHost(sum), sumh)) << GetParam().name;
+    ExpectClose("AddLN y", y, yh);
+    ExpectClose("AddLN mean", mean, mh, 1e-5);
+    ExpectClose("AddLN rstd", rstd, rh, 1e-5);
+  }
+}
+
+TEST_P(CudaBackendTest, AddLayerNormBackwardMatchesCpuTwin) {
+  const RowsC shapes[] = {{7, 37}, {33, 100}, {256, 768}};
+  uint64_t seed = 300;
+  for (const RowsC& s : shapes) {
+    for (bool in_place : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "rows " << s.rows << " C " << s.c << " in place " << in_place);
+      Tensor x = Rand({s.rows, s.c}, ++seed, -2.0f, 2.0f), gamma = Rand({s.c}, ++seed);
+      Tensor beta = Rand({s.c}, ++seed), dy = Rand({s.rows, s.c}, ++seed), residual = Rand({s.rows, s.c}, ++seed);
+      // mean and rstd from the CPU forward, used by both sides.
+      Tensor yh = Tensor::Empty({s.rows, s.c}), mh = Tensor::Empty({s.rows}), rh = Tensor::Empty({s.rows});
+      cpu_->LayerNormForward(x, gamma, beta, 1e-5f, yh, mh, rh);
+      Tensor dgh = Rand({s.c}, ++seed), dbh = Rand({s.c}, ++seed);
+      Tensor dg = Up(dgh), db = Up(dbh);
+      Tensor dres = Up(residual);
+      Tensor dx = in_place ? dres : Poisoned({s.rows, s.c});
+      Tensor dxh = in_place ? residual : Tensor::Empty({s.rows, s.c});
+      gpu_->AddLayerNormBackward(Up(x), Up(dy), Up(gamma), Up(mh), Up(rh), dres, dx, dg, db);
+      cpu_->AddLayerNormBackward(x, dy, gamma, mh, rh, residual, dxh, dgh, dbh);
+      ExpectClose("AddLN dx", dx, dxh);
+      ExpectClose("AddLN dgamma +=", dg, dgh, std::max(tol(), 1e-5));
+      ExpectClose("AddLN dbeta +=", db, dbh, std::max(tol(), 1e-5));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CudaBackendTest, ::testing::ValuesIn(AllModes()), ModeName);
+
+}  // namespace
+}  // namespace ringmaster::engine::testing
