@@ -13,6 +13,8 @@
 #           machine has those from PyTorch's wheels and gpu-run.sh puts them
 #           on LD_LIBRARY_PATH;
 #   tests/  the GPU training test script, examples/ the job specs,
+#   bench/  bench/gpu_vs_pytorch.sh, its GPT-2 spec and the PyTorch twins
+#           (bench/reference/*.py) it runs beside ours,
 #   data/   the KJV text the GPT example trains on (OUTDIR/data/fashion-mnist
 #           beside the payload: the CNN's dataset);
 #   MANIFEST the targets packed and the tests to run (also beside the payload).
@@ -40,7 +42,7 @@ rm -rf "$out"
 staging=$(mktemp -d /tmp/rm-gpu-pack-XXXXXX)
 trap 'rm -rf "$staging"' EXIT
 mkdir -p "$out/data/fashion-mnist" "$staging/bin" "$staging/lib" "$staging/tests" "$staging/examples" \
-  "$staging/data"
+  "$staging/data" "$staging/bench/reference"
 
 # bazel-bin path of a label: //pkg:name -> bazel-bin/pkg/name
 path_of() { local l=${1#//}; echo "bazel-bin/${l%%:*}/${l#*:}"; }
@@ -77,6 +79,9 @@ done
 install -m 0755 tests/gpu_training_test.sh "$staging/tests/"
 install -m 0755 scripts/gpu-run.sh "$out/"
 cp examples/*.yaml "$staging/examples/"
+install -m 0755 bench/gpu_vs_pytorch.sh "$staging/bench/"
+cp bench/gpt2_124m.yaml "$staging/bench/"
+cp bench/reference/gpt2_bench.py bench/reference/fashion_cnn.py "$staging/bench/reference/"
 cp "$fashion"/*.gz "$out/data/fashion-mnist/"
 cp "$kjv" "$staging/data/kjv.txt"
 {

@@ -6,11 +6,16 @@
 # and how many of the passed ones skipped checks (no device: they say so).
 # Exit status 0 only when nothing failed. Without a GPU it stops at once,
 # saying so (exit 2).
-# Usage: gpu-run.sh PACKDIR RESULTSDIR
+# With WHAT = bench it runs bench/gpu_vs_pytorch.sh from the pack instead (issue
+# #7: GPT-2 124M and the CNN, ours beside PyTorch; its table in
+# RESULTSDIR/bench.txt); WHAT = all runs both. Each fits one 10-minute call.
+# Usage: gpu-run.sh PACKDIR RESULTSDIR [tests|bench|all]
 set -uo pipefail
 
 packdir=$(cd "${1:?usage: gpu-run.sh PACKDIR RESULTSDIR}" && pwd)
 results=${2:?usage: gpu-run.sh PACKDIR RESULTSDIR}
+what=${3:-tests}
+case "$what" in tests|bench|all) ;; *) echo "gpu-run: WHAT must be tests, bench or all, got '$what'" >&2; exit 2 ;; esac
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
 exec > >(tee "$results/run.log") 2>&1
@@ -63,6 +68,11 @@ fi
 echo "ldd: every library of every binary resolves"
 
 passed=0 failed=0 skipped=0
+if [[ "$what" == bench ]]; then
+  "$pack/bench/gpu_vs_pytorch.sh" --bin "$pack/bin" --out "$results" --examples "$pack/examples" \
+    --bench "$pack/bench" --fashion "$packdir/data/fashion-mnist" --python "$python"
+  exit
+fi
 run_item() {  # NAME COMMAND...
   local name=$1; shift
   local start=$SECONDS
@@ -94,6 +104,10 @@ while read -r kind label; do
   run_item "bench_$name" "$pack/bin/$name"
 done <"$pack/MANIFEST"
 
+if [[ "$what" == all ]]; then
+  run_item bench_gpu_vs_pytorch "$pack/bench/gpu_vs_pytorch.sh" --bin "$pack/bin" --out "$results" \
+    --examples "$pack/examples" --bench "$pack/bench" --fashion "$packdir/data/fashion-mnist" --python "$python"
+fi
 echo "$passed passed, $failed failed" | tee "$results/summary.txt"
 [[ $skipped -eq 0 ]] || echo "($skipped of the passed items skipped some or all of their checks)" | tee -a "$results/summary.txt"
 [[ $failed -eq 0 ]]
