@@ -179,12 +179,17 @@ class Backend {
   // ---- Attention ----------------------------------------------------------
   // Causal multi-head self-attention on a fused projection (GPT-2's c_attn):
   // qkv [B, T, 3C] holds q, k, v, each [B, T, n_head, C / n_head];
-  // out [B, T, C]; att [B, n_head, T, T] (output: the softmax probabilities,
-  // zero above the diagonal, saved for backward). Scale 1 / sqrt(C / n_head).
-  virtual void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& att, const Tensor& out) = 0;
-  // dqkv [B, T, 3C] overwritten.
-  virtual void AttentionBackward(const Tensor& qkv, const Tensor& att, const Tensor& dout, int64_t n_head,
-                                 const Tensor& dqkv) = 0;
+  // out [B, T, C]. Scale 1 / sqrt(C / n_head). What forward saves for
+  // backward is the backend's choice: `saved` has AttentionSavedShape(B,
+  // n_head, T, head_size) (the CPU backend: the softmax probabilities
+  // [B, n_head, T, T]; the CUDA backend's flash kernel: the per-row
+  // logsumexp of the scaled scores [B, n_head, T]). Its contents are opaque
+  // to callers: only AttentionBackward reads them.
+  virtual Shape AttentionSavedShape(int64_t B, int64_t n_head, int64_t T, int64_t head_size) const = 0;
+  virtual void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& saved, const Tensor& out) = 0;
+  // out is forward's output (the flash backward needs it). dqkv [B, T, 3C] overwritten.
+  virtual void AttentionBackward(const Tensor& qkv, const Tensor& saved, const Tensor& out, const Tensor& dout,
+                                 int64_t n_head, const Tensor& dqkv) = 0;
 
   // ---- Loss ---------------------------------------------------------------
   // Fused softmax + cross-entropy in one pass over logits [M, V] with targets

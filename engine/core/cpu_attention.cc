@@ -33,6 +33,10 @@ AttnDims CheckAttn(const Tensor& qkv, int64_t n_head, const Tensor& att) {
 
 }  // namespace
 
+Shape CpuBackend::AttentionSavedShape(int64_t B, int64_t n_head, int64_t T, int64_t /*head_size*/) const {
+  return {B, n_head, T, T};
+}
+
 void CpuBackend::AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& att, const Tensor& out) {
   const AttnDims d = CheckAttn(qkv, n_head, att);
   CheckF32(out, "attention out");
@@ -87,8 +91,8 @@ void CpuBackend::AttentionForward(const Tensor& qkv, int64_t n_head, const Tenso
   });
 }
 
-void CpuBackend::AttentionBackward(const Tensor& qkv, const Tensor& att, const Tensor& dout, int64_t n_head,
-                                   const Tensor& dqkv) {
+void CpuBackend::AttentionBackward(const Tensor& qkv, const Tensor& att, const Tensor& /*out*/, const Tensor& dout,
+                                   int64_t n_head, const Tensor& dqkv) {
   const AttnDims d = CheckAttn(qkv, n_head, att);
   CheckF32(dout, "attention dout");
   CheckF32(dqkv, "dqkv");

@@ -93,9 +93,11 @@ class CpuBackend final : public Backend {
   void EmbeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, const Tensor& out) override;
   void EmbeddingBackward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte, const Tensor& dwpe) override;
 
-  void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& att, const Tensor& out) override;
-  void AttentionBackward(const Tensor& qkv, const Tensor& att, const Tensor& dout, int64_t n_head,
-                         const Tensor& dqkv) override;
+  // Saves the softmax probabilities [B, n_head, T, T].
+  Shape AttentionSavedShape(int64_t B, int64_t n_head, int64_t T, int64_t head_size) const override;
+  void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& saved, const Tensor& out) override;
+  void AttentionBackward(const Tensor& qkv, const Tensor& saved, const Tensor& out, const Tensor& dout,
+                         int64_t n_head, const Tensor& dqkv) override;
 
   void SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index, float grad_scale,
                            const Tensor& loss, const Tensor& dlogits) override;

@@ -132,6 +132,7 @@ TEST(CpuNnOpsTest, AttentionForwardBackward) {
   CpuBackend be({2, DType::kF32});
   const int64_t b = 2, t = 7, c = 12, nh = 3;
   Tensor qkv = RandomTensor({b, t, 3 * c}, 17, -2.0f, 2.0f);
+  ASSERT_EQ(be.AttentionSavedShape(b, nh, t, c / nh), (Shape{b, nh, t, t}));
   Tensor att = Tensor::Empty({b, nh, t, t}), out = Tensor::Empty({b, t, c});
   be.AttentionForward(qkv, nh, att, out);
   EXPECT_LT(MaxRelDiff(out.ToVector(), ref::Attention(b, t, c, nh, qkv.ToVector())), 1e-5);
@@ -147,7 +148,7 @@ TEST(CpuNnOpsTest, AttentionForwardBackward) {
     EXPECT_NEAR(row, 1.0, 1e-5);
   }
   Tensor dout = RandomTensor(out.shape(), 18), dqkv = Tensor::Empty(qkv.shape());
-  be.AttentionBackward(qkv, att, dout, nh, dqkv);
+  be.AttentionBackward(qkv, att, out, dout, nh, dqkv);
   EXPECT_LT(MaxRelDiff(dqkv.ToVector(), ref::AttentionBackward(b, t, c, nh, qkv.ToVector(), dout.ToVector())), 1e-5);
 }
 

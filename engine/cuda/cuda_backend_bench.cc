@@ -99,11 +99,12 @@ void BenchMode(const Mode& mode) {
   // Attention: B = 8, T = 1024, 12 heads of 64.
   const int64_t b = 8, t = 1024, nh = 12, c_model = 768;
   Tensor qkv = be.ToDevice(testing::RandomTensor({b, t, 3 * c_model}, 4));
-  Tensor att = be.Empty({b, nh, t, t});
+  Tensor saved = be.Empty(be.AttentionSavedShape(b, nh, t, c_model / nh));  // flash: logsumexp [B, H, T]
   Tensor out = be.Empty({b, t, c_model});
+  Tensor dout = be.ToDevice(testing::RandomTensor({b, t, c_model}, 8));
   Tensor dqkv = be.Empty({b, t, 3 * c_model});
-  const double att_fwd = TimeMs(be, 10, [&] { be.AttentionForward(qkv, nh, att, out); });
-  const double att_bwd = TimeMs(be, 10, [&] { be.AttentionBackward(qkv, att, out, nh, dqkv); });
+  const double att_fwd = TimeMs(be, 10, [&] { be.AttentionForward(qkv, nh, saved, out); });
+  const double att_bwd = TimeMs(be, 10, [&] { be.AttentionBackward(qkv, saved, out, dout, nh, dqkv); });
   std::printf("  attention B=8 T=1024 H=12 D=64: forward %.3f ms, backward %.3f ms\n", att_fwd, att_bwd);
 
   Tensor x = be.ToDevice(testing::RandomTensor({b * t, c_model}, 5));

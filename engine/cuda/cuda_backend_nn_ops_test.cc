@@ -1,5 +1,6 @@
 // CudaBackend layer ops against CpuBackend: activations, dropout, convolution,
-// pooling, batch/layer norm, embedding, attention, softmax cross-entropy.
+// pooling, batch/layer norm, embedding, softmax cross-entropy (attention:
+// cuda_attention_test.cc).
 // Tolerances: cuda_backend_test_util.h.
 
 #include <algorithm>
@@ -189,28 +190,6 @@ TEST_P(CudaBackendTest, EmbeddingForwardAndBackward) {
   cpu_->EmbeddingBackward(tokens, dout, dwteh, dwpeh);
   ExpectClose("Embedding dwte +=", dwte, dwteh, std::max(tol(), 1e-6));
   ExpectClose("Embedding dwpe +=", dwpe, dwpeh, std::max(tol(), 1e-6));
-}
-
-TEST_P(CudaBackendTest, CausalAttentionForwardAndBackward) {
-  struct Case {
-    int64_t b, t, nh, hd;
-  };
-  for (const Case& s : {Case{2, 17, 3, 8}, Case{1, 64, 4, 16}, Case{3, 5, 1, 32}}) {
-    const int64_t c = s.nh * s.hd;
-    Tensor qkv = Rand({s.b, s.t, 3 * c}, 80);
-    Tensor att = Poisoned({s.b, s.nh, s.t, s.t}), out = Poisoned({s.b, s.t, c});
-    Tensor atth = Tensor::Empty({s.b, s.nh, s.t, s.t}), outh = Tensor::Empty({s.b, s.t, c});
-    Tensor dqkv_in = Up(qkv);
-    gpu_->AttentionForward(dqkv_in, s.nh, att, out);
-    cpu_->AttentionForward(qkv, s.nh, atth, outh);
-    ExpectClose("Attention att", att, atth);
-    ExpectClose("Attention out", out, outh);
-    Tensor dout = Rand({s.b, s.t, c}, 81);
-    Tensor dqkv = Poisoned(qkv.shape()), dqkvh = Tensor::Empty(qkv.shape());
-    gpu_->AttentionBackward(dqkv_in, att, Up(dout), s.nh, dqkv);
-    cpu_->AttentionBackward(qkv, atth, dout, s.nh, dqkvh);
-    ExpectClose("Attention dqkv", dqkv, dqkvh);
-  }
 }
 
 TEST_P(CudaBackendTest, SoftmaxCrossEntropyWithIgnoredRowsAndGradScale) {

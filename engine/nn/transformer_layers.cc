@@ -116,10 +116,10 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const Tensor& x, bool traini
   RETURN_IF_ERROR(CheckInput(prefix_, x, 3, 2, channels_));
   ASSIGN_OR_RETURN(Tensor qkv, c_attn_.Forward(x, training, micro_batch));
   const int64_t b = x.dim(0), t = x.dim(1);
-  Tensor att = backend_.Empty({b, n_head_, t, t});
+  Tensor saved = backend_.Empty(backend_.AttentionSavedShape(b, n_head_, t, channels_ / n_head_));
   Tensor y = backend_.Empty({b, t, channels_});
-  backend_.AttentionForward(qkv, n_head_, att, y);
-  if (training) caches_.Put(micro_batch, Cache{qkv, att});
+  backend_.AttentionForward(qkv, n_head_, saved, y);
+  if (training) caches_.Put(micro_batch, Cache{qkv, saved, y});
   return c_proj_.Forward(y, training, micro_batch);
 }
 
@@ -127,7 +127,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const Tensor& dy, int micro
   ASSIGN_OR_RETURN(Cache c, caches_.Take(micro_batch, prefix_));
   ASSIGN_OR_RETURN(Tensor dattn, c_proj_.Backward(dy, micro_batch));
   Tensor dqkv = backend_.Empty(c.qkv.shape());
-  backend_.AttentionBackward(c.qkv, c.att, dattn, n_head_, dqkv);
+  backend_.AttentionBackward(c.qkv, c.saved, c.out, dattn, n_head_, dqkv);
   return c_attn_.Backward(dqkv, micro_batch);
 }
 

@@ -82,7 +82,7 @@ class CausalSelfAttention final : public Block {
 
  private:
   struct Cache {
-    Tensor qkv, att;
+    Tensor qkv, saved, out;  // out: attention's output (c_proj's input), which the flash backward reads
   };
   Backend& backend_;
   std::string prefix_;

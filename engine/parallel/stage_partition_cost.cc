@@ -30,6 +30,12 @@ double AttentionFlops(const Tensor& qkv) {
   return 4.0 * b * t * t * c;
 }
 
+// Softmax elements B * n_head * T * T, whatever the backend saves for backward.
+double AttentionScores(const Tensor& qkv, int64_t n_head) {
+  const double b = qkv.dim(0), t = qkv.dim(1);
+  return b * static_cast<double>(n_head) * t * t;
+}
+
 }  // namespace
 
 void FlopCountingBackend::Scale(const Tensor& x, float alpha) {
@@ -168,14 +174,18 @@ void FlopCountingBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& 
   Count(2.0 * N(dout));
   inner_.EmbeddingBackward(tokens, dout, dwte, dwpe);
 }
-void FlopCountingBackend::AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& att, const Tensor& out) {
-  Count(AttentionFlops(qkv) + kNormFlopsPerElement * N(att));
-  inner_.AttentionForward(qkv, n_head, att, out);
+Shape FlopCountingBackend::AttentionSavedShape(int64_t B, int64_t n_head, int64_t T, int64_t head_size) const {
+  return inner_.AttentionSavedShape(B, n_head, T, head_size);
 }
-void FlopCountingBackend::AttentionBackward(const Tensor& qkv, const Tensor& att, const Tensor& dout, int64_t n_head,
-                                            const Tensor& dqkv) {
-  Count(2.0 * AttentionFlops(qkv) + kNormFlopsPerElement * N(att));
-  inner_.AttentionBackward(qkv, att, dout, n_head, dqkv);
+void FlopCountingBackend::AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& saved,
+                                           const Tensor& out) {
+  Count(AttentionFlops(qkv) + kNormFlopsPerElement * AttentionScores(qkv, n_head));
+  inner_.AttentionForward(qkv, n_head, saved, out);
+}
+void FlopCountingBackend::AttentionBackward(const Tensor& qkv, const Tensor& saved, const Tensor& out,
+                                            const Tensor& dout, int64_t n_head, const Tensor& dqkv) {
+  Count(2.0 * AttentionFlops(qkv) + kNormFlopsPerElement * AttentionScores(qkv, n_head));
+  inner_.AttentionBackward(qkv, saved, out, dout, n_head, dqkv);
 }
 void FlopCountingBackend::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
                                               float grad_scale, const Tensor& loss, const Tensor& dlogits) {
