@@ -2,12 +2,14 @@
 // AddLayerNormBackward) against the CPU twin, which runs the unfused ops.
 // Shapes: sizes that are not multiples of 8/16 (LinearGelu's N % 8 != 0 takes
 // the unfused fallback) and GPT-2 small's (M = B*T, C = 768, 4C = 3072).
+// And a GPT block that calls them, against the same block on the CPU.
 // Tolerances: cuda_backend_test_util.h. In fp32 the GELU epilogue's formula is
 // checked too: the erf GELU differs from our tanh one by up to 4e-4.
 
 #include <algorithm>
 
 #include "engine/cuda/cuda_backend_test_util.h"
+#include "engine/nn/gpt.h"
 
 namespace ringmaster::engine::testing {
 namespace {
@@ -90,6 +92,38 @@ TEST_P(CudaBackendTest, AddLayerNormBackwardMatchesCpuTwin) {
       ExpectClose("AddLN dgamma +=", dg, dgh, std::max(tol(), 1e-5));
       ExpectClose("AddLN dbeta +=", db, dbh, std::max(tol(), 1e-5));
     }
+  }
+}
+
+// The fused ops where the model calls them: one GPT block, forward and
+// backward, on both backends with the same weights. Errors compound over the
+// block's dozen ops, so the tolerance is 5x the single-op one.
+TEST_P(CudaBackendTest, GptBlockForwardAndBackwardMatchCpu) {
+  nn::ModelConfig config;
+  config.kind = nn::ModelKind::kGpt;
+  config.n_layer = 2;
+  config.n_head = 3;
+  config.n_embd = 48;  // c_fc N = 192: the GELU epilogue path
+  config.seed = 7;
+  nn::TransformerBlock gpu_block(*gpu_, "transformer.h.0", config);
+  nn::TransformerBlock cpu_block(*cpu_, "transformer.h.0", config);
+  const ParameterList gpu_params = gpu_block.Parameters(), cpu_params = cpu_block.Parameters();
+  ASSERT_EQ(gpu_params.size(), cpu_params.size());
+  for (size_t i = 0; i < cpu_params.size(); ++i) gpu_->CopyFromHost(cpu_params[i]->value, gpu_params[i]->value);
+  const double block_tol = 5.0 * tol();
+  const int64_t b = 2, t = 19;
+  Tensor x = Rand({b, t, config.n_embd}, 400), dy = Rand({b, t, config.n_embd}, 401);
+  auto y = gpu_block.Forward(Up(x), /*training=*/true, 0);
+  auto yh = cpu_block.Forward(x, /*training=*/true, 0);
+  ASSERT_TRUE(y.ok() && yh.ok());
+  ExpectClose("block y", *y, *yh, block_tol);
+  auto dx = gpu_block.Backward(Up(dy), 0);
+  auto dxh = cpu_block.Backward(dy, 0);
+  ASSERT_TRUE(dx.ok() && dxh.ok());
+  ExpectClose("block dx", *dx, *dxh, block_tol);
+  for (size_t i = 0; i < cpu_params.size(); ++i) {
+    SCOPED_TRACE(cpu_params[i]->name);
+    ExpectClose("block parameter grad", gpu_params[i]->grad, cpu_params[i]->grad, block_tol);
   }
 }
 
