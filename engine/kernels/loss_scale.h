@@ -38,6 +38,13 @@ struct DeviceStepControl {
   int64_t clean_steps = 0;        // consecutive clean steps since the last scale change
   int64_t skipped_steps = 0;      // steps skipped since the run began
   int64_t optimizer_steps = 0;    // updates applied (what Adam's bias correction counts)
+  // Set by a host that replays a captured step (CUDA graphs): with
+  // device_hyper = 1 the optimizer kernels take the learning rate from `lr`
+  // and the Adam-family step from optimizer_steps + 1 instead of their launch
+  // arguments, so one graph serves every step. Written by the host before
+  // each step (an async copy); 0 everywhere else.
+  float lr = 0.0f;
+  int32_t device_hyper = 0;
 };
 
 // optim::LossScalerConfig's policy, as launch arguments.

@@ -19,6 +19,7 @@ struct AdamConstants {
   float step_size;         // AdamW: lr / bc1
   float bc2_sqrt;          // AdamW: sqrt(bc2)
   float eps, grad_scale;
+  double beta1_exact, beta2_exact;  // for bias corrections formed on the device
 };
 
 double BiasCorrection(double beta, int64_t step) { return 1.0 - std::pow(beta, static_cast<double>(step)); }
@@ -35,7 +36,28 @@ AdamConstants MakeAdamConstants(const AdamHyper& h) {
                        static_cast<float>(h.lr / bc1),
                        static_cast<float>(std::sqrt(bc2)),
                        h.eps,
-                       h.grad_scale};
+                       h.grad_scale,
+                       h.beta1,
+                       h.beta2};
+}
+
+// The learning rate of this step: the control block's when the host put it
+// there (a replayed CUDA graph), else the launch argument.
+__device__ inline float StepLr(const DeviceStepControl* control, float host_lr) {
+  return control != nullptr && control->device_hyper ? control->lr : host_lr;
+}
+
+// The Adam constants of this step as MakeAdamConstants forms them, from the
+// control block's lr and step when the host put them there.
+__device__ inline void DeviceAdamConstants(const DeviceStepControl* control, AdamConstants* c) {
+  if (control == nullptr || !control->device_hyper) return;
+  const double step = static_cast<double>(control->optimizer_steps + 1);
+  const double bc1 = 1.0 - pow(c->beta1_exact, step), bc2 = 1.0 - pow(c->beta2_exact, step);
+  c->lr = control->lr;
+  c->bc1 = static_cast<float>(bc1);
+  c->bc2 = static_cast<float>(bc2);
+  c->step_size = static_cast<float>(static_cast<double>(control->lr) / bc1);
+  c->bc2_sqrt = static_cast<float>(sqrt(bc2));
 }
 
 // The gradient factor of this step, or false when the step is skipped.
@@ -56,7 +78,7 @@ __global__ void SgdKernel(MultiTensorTable table, SgdHyper h, const DeviceStepCo
   float* w = r.e->w;
   const float* grad = r.e->g;
   float* buf = r.e->s0;
-  const float lr = h.lr, mu = h.momentum, wd = r.e->weight_decay;
+  const float lr = StepLr(control, h.lr), mu = h.momentum, wd = r.e->weight_decay;
   for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
     const float g = s * grad[i] + wd * w[i];
     if (mu == 0.0f) {
@@ -72,6 +94,7 @@ __global__ void SgdKernel(MultiTensorTable table, SgdHyper h, const DeviceStepCo
 __global__ void AdamWKernel(MultiTensorTable table, AdamConstants c, const DeviceStepControl* control) {
   float s;
   if (!StepScale(control, c.grad_scale, &s)) return;
+  DeviceAdamConstants(control, &c);
   const ChunkRange r = BlockChunk(table);
   float* w = r.e->w;
   const float* grad = r.e->g;
@@ -109,7 +132,7 @@ __global__ void LarsKernel(MultiTensorTable table, LarsHyper h, const DeviceStep
   float* w = r.e->w;
   const float* grad = r.e->g;
   float* buf = r.e->s0;
-  const float lr = h.lr, mu = h.momentum;
+  const float lr = StepLr(control, h.lr), mu = h.momentum;
   for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
     // Untrusted entries: SgdUpdate without decay; trust 1 gives the same numbers.
     const float d = trusted ? trust * (s * grad[i] + wd * w[i]) : s * grad[i];
@@ -138,6 +161,7 @@ __global__ void LambSumSquaresKernel(MultiTensorTable table, AdamConstants c, co
                                      double* partials) {
   float s;
   if (!StepScale(control, c.grad_scale, &s)) return;
+  DeviceAdamConstants(control, &c);
   const ChunkRange r = BlockChunk(table);
   double sum = 0.0;
   if (r.e->trust) {
@@ -155,6 +179,7 @@ __global__ void LambKernel(MultiTensorTable table, AdamConstants c, const Device
                            const double* w_sums, const double* u_sums) {
   float s;
   if (!StepScale(control, c.grad_scale, &s)) return;
+  DeviceAdamConstants(control, &c);
   const ChunkRange r = BlockChunk(table);
   const int entry = table.chunks[blockIdx.x].entry;
   float trust = 1.0f;

@@ -19,9 +19,10 @@ namespace ringmaster::engine::optim {
 namespace {
 
 // A zeroed f32 device tensor on the current device (cudaMalloc, freed with the
-// last handle). Optimizer state lives as long as the optimizer, so it bypasses
-// the backend's caching allocator. An allocation failure is fatal here, as it
-// is for tensors the backend allocates (ops are void).
+// last handle): the state of an optimizer created without a DeviceZerosFn
+// (tests, benches; the trainer passes its backend's allocator). An allocation
+// failure is fatal here, as it is for tensors the backend allocates (ops are
+// void).
 Tensor DeviceZeros(const Shape& shape) {
   const size_t bytes = static_cast<size_t>(NumElements(shape)) * sizeof(float);
   void* data = nullptr;
@@ -58,8 +59,9 @@ absl::Status LaunchStatus(int error, const char* what) {
 class CudaOptimizer final : public Optimizer {
  public:
   CudaOptimizer(const OptimizerConfig& c, const ParameterList& params, std::vector<ParamRange> ranges,
-                std::vector<std::string> slots)
-      : Optimizer(c, params, std::move(ranges), std::move(slots), nullptr, Device::kCuda, DeviceZeros) {}
+                std::vector<std::string> slots, const DeviceZerosFn& device_zeros)
+      : Optimizer(c, params, std::move(ranges), std::move(slots), nullptr, Device::kCuda,
+                  device_zeros ? device_zeros : DeviceZerosFn(DeviceZeros)) {}
 
   // Builds the multi-tensor table from the current parameter tensors.
   absl::Status BuildTable() {
@@ -157,7 +159,8 @@ class CudaOptimizer final : public Optimizer {
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateCudaUpdateRule(const OptimizerConfig& config,
                                                                 const ParameterList& params,
                                                                 std::vector<ParamRange> ranges,
-                                                                PartialSumReducer reduce_norms) {
+                                                                PartialSumReducer reduce_norms,
+                                                                DeviceZerosFn device_zeros) {
   if (reduce_norms && (config.kind == OptimizerKind::kLars || config.kind == OptimizerKind::kLamb)) {
     return absl::FailedPreconditionError(absl::StrCat("a sharded (ZeRO-1) ", OptimizerKindName(config.kind),
                                                       " optimizer is not supported on CUDA parameters"));
@@ -167,7 +170,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateCudaUpdateRule(const OptimizerC
     cudaGetLastError();  // clear the sticky "no device" error
     return absl::FailedPreconditionError("the optimizer's parameters are CUDA tensors, but no CUDA device is present");
   }
-  auto optimizer = std::make_unique<CudaOptimizer>(config, params, std::move(ranges), StateSlotNames(config));
+  auto optimizer =
+      std::make_unique<CudaOptimizer>(config, params, std::move(ranges), StateSlotNames(config), device_zeros);
   RETURN_IF_ERROR(optimizer->BuildTable());
   return std::unique_ptr<Optimizer>(std::move(optimizer));
 }

@@ -6,7 +6,8 @@ namespace ringmaster::engine::optim {
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateCudaUpdateRule(const OptimizerConfig& /*config*/,
                                                                 const ParameterList& /*params*/,
                                                                 std::vector<ParamRange> /*ranges*/,
-                                                                PartialSumReducer /*reduce_norms*/) {
+                                                                PartialSumReducer /*reduce_norms*/,
+                                                                DeviceZerosFn /*device_zeros*/) {
   return absl::FailedPreconditionError(
       "the optimizer's parameters are CUDA tensors, but this binary was built without CUDA");
 }

@@ -130,18 +130,21 @@ absl::StatusOr<OptimizerKind> ParseOptimizerKind(absl::string_view name) {
 }
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& config,
-                                                             const ParameterList& params) {
+                                                             const ParameterList& params,
+                                                             DeviceZerosFn device_zeros) {
   RETURN_IF_ERROR(CheckConfig(config));
   Device device;
   RETURN_IF_ERROR(CheckParams(params, &device));
   ShardSpec whole;
   for (const Parameter* p : params) whole.ranges.push_back({0, p->value.numel()});
-  if (device == Device::kCuda) return CreateCudaUpdateRule(config, params, std::move(whole.ranges), nullptr);
+  if (device == Device::kCuda) {
+    return CreateCudaUpdateRule(config, params, std::move(whole.ranges), nullptr, std::move(device_zeros));
+  }
   return CreateUpdateRule(config, params, std::move(whole.ranges), nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& config, const ParameterList& params,
-                                                             ShardSpec shard) {
+                                                             ShardSpec shard, DeviceZerosFn device_zeros) {
   RETURN_IF_ERROR(CheckConfig(config));
   Device device;
   RETURN_IF_ERROR(CheckParams(params, &device));
@@ -152,7 +155,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConf
         absl::StrCat("a sharded ", OptimizerKindName(config.kind), " optimizer needs ShardSpec::reduce_norms"));
   }
   if (device == Device::kCuda) {
-    return CreateCudaUpdateRule(config, params, std::move(shard.ranges), std::move(shard.reduce_norms));
+    return CreateCudaUpdateRule(config, params, std::move(shard.ranges), std::move(shard.reduce_norms),
+                                std::move(device_zeros));
   }
   return CreateUpdateRule(config, params, std::move(shard.ranges), std::move(shard.reduce_norms));
 }

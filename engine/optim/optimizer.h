@@ -95,6 +95,12 @@ struct ShardSpec {
   PartialSumReducer reduce_norms;
 };
 
+// Zeroed f32 device tensors of a shape for the state of CUDA parameters; the
+// trainer passes its backend's Zeros, so that the state comes from the caching
+// allocator and counts in its statistics (and the memory reported). Null: a
+// cudaMalloc per tensor, outside any allocator's books.
+using DeviceZerosFn = std::function<Tensor(const Shape&)>;
+
 // How CUDA parameters are stepped (ignored for host parameters).
 struct DeviceStepOptions {
   // The cudaStream_t the update kernels are enqueued on (the backend's compute
@@ -114,11 +120,13 @@ class Optimizer {
   // grads of the same shape, all on the host or all on CUDA) and returns the
   // optimizer for config.kind. INVALID_ARGUMENT names the offending field or
   // parameter; FAILED_PRECONDITION for CUDA parameters in a build without CUDA.
-  static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config, const ParameterList& params);
+  // `device_zeros`: see DeviceZerosFn (used for CUDA parameters only).
+  static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config, const ParameterList& params,
+                                                           DeviceZerosFn device_zeros = nullptr);
   // The same over a shard: ranges.size() == params.size(), each range within
   // its parameter; reduce_norms is required for LARS and LAMB.
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config, const ParameterList& params,
-                                                           ShardSpec shard);
+                                                           ShardSpec shard, DeviceZerosFn device_zeros = nullptr);
 
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;

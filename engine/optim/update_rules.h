@@ -23,12 +23,13 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateUpdateRule(const OptimizerConfi
                                                             PartialSumReducer reduce_norms);
 
 // The same for CUDA parameters: the fused kernels of engine/kernels/optim_update.h
-// (cuda_update_rules.cc), or FAILED_PRECONDITION in a build without CUDA and
-// for sharded LARS/LAMB.
+// (cuda_update_rules.cc), state from device_zeros (null: cudaMalloc), or
+// FAILED_PRECONDITION in a build without CUDA and for sharded LARS/LAMB.
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateCudaUpdateRule(const OptimizerConfig& config,
                                                                 const ParameterList& params,
                                                                 std::vector<ParamRange> ranges,
-                                                                PartialSumReducer reduce_norms);
+                                                                PartialSumReducer reduce_norms,
+                                                                DeviceZerosFn device_zeros);
 
 }  // namespace ringmaster::engine::optim
 

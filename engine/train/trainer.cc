@@ -86,7 +86,7 @@ absl::StatusOr<float> Trainer::ForwardBackward(const Batch& batch, float loss_sc
   const int m = config_.parallel.micro_batches;
   float loss_sum = 0.0f;
   for (int i = 0; i < m; ++i) {
-    Batch micro = ToBackend(m > 1 ? MicroBatch(batch, m, i) : batch);
+    ASSIGN_OR_RETURN(Batch micro, ToBackend(m > 1 ? MicroBatch(batch, m, i) : batch));
     const Tensor& input = IsLanguageModel() ? micro.tokens : micro.images;
     model_->SetRngKey(static_cast<uint64_t>(step_) * m + i);
     ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/true));

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/core/backend.h"
@@ -45,6 +46,7 @@
 #include "engine/parallel/grid.h"
 #include "engine/parallel/pipeline.h"
 #include "engine/parallel/zero.h"
+#include "engine/train/device_step.h"
 #include "engine/train/trainer_config.h"
 
 namespace ringmaster::engine {
@@ -138,6 +140,8 @@ class Trainer {
   const TrainerConfig& config() const { return config_; }
   nn::Model& model() { return *model_; }
   const optim::LossScaler& loss_scaler() const { return scaler_; }
+  // CUDA: whether the steps now replay a captured graph (trainer_graph.cc).
+  bool step_graphed() const { return graphs_ != nullptr && graphs_->captured(); }
 
  private:
   Trainer(const TrainerConfig& config, TrainerOptions options);
@@ -179,7 +183,16 @@ class Trainer {
   absl::Status InitDevice();
   absl::StatusOr<StepReport> StepOnDevice();
   bool LossReadDue() const;
-  Batch ToBackend(const Batch& batch);
+  // The step's kernels from the forward pass to zeroing the grads (what a
+  // CUDA graph captures); the loss summed into device_loss_.
+  absl::Status DeviceStepBody(const Batch& batch, StepReport& report);
+  // The batch on the backend's device (CUDA: through pinned staging_).
+  absl::StatusOr<Batch> ToBackend(const Batch& batch);
+  // CUDA graphs of the step (trainer_graph.cc): whether config_.cuda_graphs
+  // and the job allow them (see CudaGraphMode), and the graphed step.
+  absl::Status InitStepGraphs();
+  absl::Status GraphedStep(const Batch& batch, StepReport& report);
+  optim::DeviceZerosFn DeviceZeros();
   Tensor HostCopy(const Tensor& t);
   void CopyIntoLive(const Tensor& host, const Tensor& live);
 
@@ -196,6 +209,18 @@ class Trainer {
   // was last read.
   std::unique_ptr<optim::DeviceLossScaler> device_scaler_;
   Tensor device_loss_;
+  // CUDA: pinned host staging of batches; the step's graphs (null: eager), with
+  // the static device inputs a graph reads, the loss scale it was captured with
+  // (folded into its kernels: a new scale is a new capture) and the eager
+  // warm-up steps run in the graph pool so far. graph_lr_: the optimizer
+  // kernels read the learning rate from the control block (set by every step
+  // once graphs were chosen, also after a failed capture fell back to eager).
+  std::unique_ptr<HostStaging> staging_;
+  std::unique_ptr<StepGraphs> graphs_;
+  std::vector<Tensor> graph_inputs_;
+  float graph_loss_scale_ = 0.0f;
+  int graph_warmups_ = 0;
+  bool graph_lr_ = false;
   int64_t losses_since_read_ = 0;
   float last_loss_ = 0.0f;
   std::shared_ptr<const Dataset> train_data_;

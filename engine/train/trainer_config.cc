@@ -102,6 +102,14 @@ void MapPrecision(const v1::PrecisionSpec& spec, DType* dtype, optim::LossScaler
 
 }  // namespace
 
+absl::StatusOr<CudaGraphMode> ParseCudaGraphMode(absl::string_view value, absl::string_view field) {
+  if (value.empty() || value == "auto") return CudaGraphMode::kAuto;
+  if (value == "on") return CudaGraphMode::kOn;
+  if (value == "off") return CudaGraphMode::kOff;
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": \"", value, "\" is not one of \"auto\", \"on\", \"off\""));
+}
+
 absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const JobSpec& spec) {
   TrainerConfig config;
   config.name = spec.name();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/core/dtype.h"
 #include "engine/nn/model_factory.h"
 #include "engine/optim/loss_scaler.h"
@@ -43,6 +44,17 @@ struct ParallelConfig {
   bool zero1 = false;
 };
 
+// CUDA graphs of the training step (trainer_graph.cc). kAuto: on for one rank
+// on CUDA (no pipeline, no ZeRO-1, one micro-batch, no dropout) whose model has
+// at most kCudaGraphAutoMaxParameters parameters, where kernel launches are a
+// large part of the step; kOn: the same jobs, any model size (an error names
+// what rules a graph out); kOff: eager steps. A failed capture falls back to
+// eager steps with a logged warning.
+enum class CudaGraphMode { kAuto, kOn, kOff };
+constexpr int64_t kCudaGraphAutoMaxParameters = 32 * 1000 * 1000;
+// "auto" (or ""), "on", "off"; INVALID_ARGUMENT naming `field` otherwise.
+absl::StatusOr<CudaGraphMode> ParseCudaGraphMode(absl::string_view value, absl::string_view field);
+
 struct TrainerConfig {
   std::string name;
   nn::ModelConfig model;
@@ -69,6 +81,7 @@ struct TrainerConfig {
   int device_index = 0;
   // CUDA: fp32 GEMMs and convolutions on TF32 tensor cores (precision.compute TF32).
   bool tf32 = false;
+  CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;
 };
 
 // Maps a job spec (ApplyDefaults'd and ValidateJobSpec'd) onto the trainer's

@@ -76,7 +76,7 @@ absl::StatusOr<EvalReport> Trainer::Evaluate() {
     int64_t n = std::min(kEvalBatch, count - begin);
     Batch batch = eval_data_->NewBatch(n);
     for (int64_t i = 0; i < n; ++i) eval_data_->Get((begin + i) * stride, i, &batch);
-    batch = ToBackend(batch);
+    ASSIGN_OR_RETURN(batch, ToBackend(batch));
     const Tensor& input = IsLanguageModel() ? batch.tokens : batch.images;
     ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/false));
     ASSIGN_OR_RETURN(Tensor loss, loss_->Forward(logits, batch.targets, /*training=*/false));

@@ -1,8 +1,9 @@
 // Trainer on a CUDA device: the step with the loss scaler's decision, the
 // gradient norm and clipping kept on the device, one Backend::Synchronize per
 // step, the loss read back only at log intervals; host copies for evaluation
-// and checkpoints. Data x pipeline layouts other than plain data parallelism
-// are CPU-only for now (InitDevice says so).
+// and checkpoints. With ZeRO-1 or a pipeline the gradients are spread over
+// ranks (grad_spread.h): the partial sums of squares and the overflow flags are
+// combined with the groups' collectives on the device before the decision.
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -10,21 +11,33 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/parallel/grad_spread.h"
 #include "engine/train/backend_factory.h"
 #include "engine/train/trainer.h"
 
 namespace ringmaster::engine {
+namespace {
+
+// This rank's part of the step's gradients and the groups holding the rest.
+parallel::GradSpread SpreadOf(const ParameterList& trained, const parallel::PipelineStage* pipeline,
+                              const parallel::ZeroOptimizer* zero, parallel::Grid* grid) {
+  if (grid == nullptr) return parallel::SpreadOfGrads(trained, {}, 0, nullptr, nullptr, nullptr);
+  return parallel::SpreadOfGrads(trained, pipeline != nullptr ? pipeline->TiedParameters() : ParameterList{},
+                                 pipeline != nullptr ? pipeline->stage() : 0, zero,
+                                 grid->layout().data() > 1 ? &grid->data_group() : nullptr,
+                                 pipeline != nullptr ? &grid->pipeline_group() : nullptr);
+}
+
+}  // namespace
 
 absl::Status Trainer::InitDevice() {
-  if (pipeline_ != nullptr || zero_ != nullptr) {  // both move host memory between ranks
-    return absl::FailedPreconditionError(
-        "parallelism.pipeline > 1 and parallelism.zero1 are not supported on CUDA yet; use plain data "
-        "parallelism or resources.device: cpu");
-  }
+  const parallel::GradSpread spread = SpreadOf(TrainedParameters(), pipeline_.get(), zero_.get(), grid_.get());
   ASSIGN_OR_RETURN(device_scaler_,
-                   optim::DeviceLossScaler::Create(config_.loss_scaler, TrainedParameters(), BackendStream(*backend_)));
-  optimizer_->SetDeviceStep({BackendStream(*backend_), device_scaler_->control()});
+                   optim::DeviceLossScaler::Create(config_.loss_scaler, spread.grads, BackendStream(*backend_)));
+  optim::Optimizer& optimizer = zero_ != nullptr ? zero_->optimizer() : *optimizer_;
+  optimizer.SetDeviceStep({BackendStream(*backend_), device_scaler_->control()});
   device_loss_ = backend_->Zeros({1});
+  RETURN_IF_ERROR(InitStepGraphs());
   return backend_->Synchronize();
 }
 
@@ -42,19 +55,7 @@ absl::StatusOr<StepReport> Trainer::StepOnDevice() {
   report.loss_scale = scaler_.scale();  // what the device holds: read back after the last step
   if (IsLanguageModel()) report.tokens = config_.data.global_batch * config_.model.block_size;
   report.lr = schedule_->LearningRate(OptimizerStepCount());
-
-  RETURN_IF_ERROR(ForwardBackward(batch, scaler_.scale(), &report.comm_seconds).status());
-  RETURN_IF_ERROR(ReduceGradients(&report.comm_seconds));
-  ++losses_since_read_;
-  if (scaler_.enabled()) {
-    std::vector<Tensor> grads;
-    for (Parameter* p : TrainedParameters()) grads.push_back(p->grad);
-    backend_->NonFiniteCheck(grads, device_scaler_->flag());
-  }
-  RETURN_IF_ERROR(device_scaler_->Prologue(config_.grad_clip_norm));
-  RETURN_IF_ERROR(optimizer_->Step(report.lr, 1.0f));  // a no-op on the device when the step is skipped
-  RETURN_IF_ERROR(device_scaler_->Epilogue());
-  optimizer_->ZeroGrad();
+  RETURN_IF_ERROR(graph_lr_ ? GraphedStep(batch, report) : DeviceStepBody(batch, report));
   ++step_;
 
   const bool read_loss = LossReadDue();
@@ -68,7 +69,7 @@ absl::StatusOr<StepReport> Trainer::StepOnDevice() {
     losses_since_read_ = 0;
   }
   const optim::DeviceStepSnapshot snap = device_scaler_->Snapshot();
-  optimizer_->SetStepCount(snap.optimizer_steps);
+  (zero_ != nullptr ? zero_->optimizer() : *optimizer_).SetStepCount(snap.optimizer_steps);
   RETURN_IF_ERROR(scaler_.LoadState(snap.scaler));
   report.loss = last_loss_;
   report.skipped = snap.skipped;
@@ -87,12 +88,48 @@ absl::StatusOr<StepReport> Trainer::StepOnDevice() {
   return report;
 }
 
-Batch Trainer::ToBackend(const Batch& batch) {
+absl::Status Trainer::DeviceStepBody(const Batch& batch, StepReport& report) {
+  ASSIGN_OR_RETURN(const float pipeline_loss, ForwardBackward(batch, scaler_.scale(), &report.comm_seconds));
+  if (pipeline_ != nullptr) {  // the stage's Step read its loss back already
+    backend_->Axpy(1.0f, backend_->ToDevice(Tensor::FromVector({1}, {pipeline_loss})), device_loss_);
+  }
+  RETURN_IF_ERROR(ReduceGradients(&report.comm_seconds));
+  ++losses_since_read_;
+  const parallel::GradSpread spread = SpreadOf(TrainedParameters(), pipeline_.get(), zero_.get(), grid_.get());
+  if (scaler_.enabled()) backend_->NonFiniteCheck(spread.grads, device_scaler_->flag());
+  RETURN_IF_ERROR(device_scaler_->LocalSumSquares());
+  for (dist::ProcessGroup* group : spread.groups) {
+    RETURN_IF_ERROR(device_scaler_->SumSquaresOverRanks(
+        group->size(), [group](const Tensor& in, const Tensor& out) { return group->AllGather(in, out); }));
+  }
+  if (scaler_.enabled()) RETURN_IF_ERROR(parallel::SumOverGroups(spread.groups, device_scaler_->flag()));
+  RETURN_IF_ERROR(device_scaler_->Decide(config_.grad_clip_norm));
+  // A no-op on the device when the step is skipped (ZeRO-1 still gathers the unchanged values).
+  RETURN_IF_ERROR(OptimizerStep(report.lr, 1.0f));
+  RETURN_IF_ERROR(device_scaler_->Epilogue());
+  if (zero_ != nullptr) {
+    zero_->ZeroGrad();
+  } else {
+    optimizer_->ZeroGrad();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Batch> Trainer::ToBackend(const Batch& batch) {
   if (!on_device()) return batch;
   Batch out = batch;
+  std::vector<Tensor> host, device;
   for (Tensor* t : {&out.images, &out.tokens, &out.targets}) {
-    if (t->defined() && t->device() == Device::kCpu) *t = backend_->ToDevice(*t);
+    if (!t->defined() || t->device() != Device::kCpu) continue;
+    host.push_back(*t);
+    *t = backend_->Empty(t->shape(), t->dtype());
+    device.push_back(*t);
   }
+  if (staging_ == nullptr) {
+    for (size_t i = 0; i < host.size(); ++i) backend_->CopyFromHost(host[i], device[i]);
+    return out;
+  }
+  RETURN_IF_ERROR(staging_->CopyTensors(host, device));
   return out;
 }
 

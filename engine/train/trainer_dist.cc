@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/optim/grad_norm.h"
+#include "engine/parallel/grad_spread.h"
 #include "engine/parallel/stage_partition_cost.h"
 #include "engine/train/trainer.h"
 #include "spdlog/spdlog.h"
@@ -63,7 +64,7 @@ absl::Status Trainer::ResolveLayout() {
 
 absl::Status Trainer::SetUpParallelism() {
   if (!distributed()) {
-    ASSIGN_OR_RETURN(optimizer_, optim::Optimizer::Create(config_.optimizer, model_->Parameters()));
+    ASSIGN_OR_RETURN(optimizer_, optim::Optimizer::Create(config_.optimizer, model_->Parameters(), DeviceZeros()));
     return absl::OkStatus();
   }
   const ParallelConfig& par = config_.parallel;
@@ -96,7 +97,7 @@ absl::Status Trainer::SetUpParallelism() {
     ASSIGN_OR_RETURN(dp_, parallel::DataParallel::Create(*model_, grid_->data_group(), options));
     RETURN_IF_ERROR(dp_->BroadcastParameters(0));
   }
-  ASSIGN_OR_RETURN(optimizer_, optim::Optimizer::Create(config_.optimizer, TrainedParameters()));
+  ASSIGN_OR_RETURN(optimizer_, optim::Optimizer::Create(config_.optimizer, TrainedParameters(), DeviceZeros()));
   return absl::OkStatus();
 }
 
@@ -142,15 +143,12 @@ absl::StatusOr<double> Trainer::GradSumSquares() {
   if (zero_ != nullptr) {
     ASSIGN_OR_RETURN(local, zero_->GradSumSquares());  // over the data-parallel group already
   } else {
-    ParameterList params = TrainedParameters();
-    if (pipeline_ != nullptr && pipeline_->stage() > 0) {
-      // A tied parameter (the GPT's token embedding) has the same summed
-      // gradient on every stage holding it; count it once, on stage 0.
-      ParameterList tied = pipeline_->TiedParameters();
-      params.erase(std::remove_if(params.begin(), params.end(),
-                                  [&](Parameter* p) { return std::find(tied.begin(), tied.end(), p) != tied.end(); }),
-                   params.end());
-    }
+    // A tied parameter (the GPT's token embedding) has the same summed
+    // gradient on every stage holding it; count it once, on stage 0.
+    const ParameterList params =
+        pipeline_ != nullptr
+            ? parallel::PipelineNormParameters(TrainedParameters(), pipeline_->TiedParameters(), pipeline_->stage())
+            : TrainedParameters();
     ASSIGN_OR_RETURN(local, optim::GradSumSquares(params));
   }
   if (pipeline_ == nullptr) return local;
@@ -173,6 +171,9 @@ absl::Status Trainer::GatherModel() {
 absl::StatusOr<optim::NamedTensors> Trainer::GatherOptimizerState() {
   const std::vector<std::string> slots = StateSlots(config_.optimizer);
   ParameterList params = TrainedParameters();
+  // Collectives move memory of the groups' device (NCCL: CUDA): the host state
+  // goes there for them, and comes back.
+  auto on_group = [&](const Tensor& host) { return on_device() ? backend_->ToDevice(host) : host; };
   // 1. This stage's state, unsharded: ZeRO-1 shards are all-gathered over the
   //    data-parallel group (layout in zero.h: the flat parameter vector padded
   //    to N * S, rank r holding [r S, (r + 1) S)).
@@ -193,8 +194,9 @@ absl::StatusOr<optim::NamedTensors> Trainer::GatherOptimizerState() {
         }
         flat += params[i]->value.numel();
       }
-      Tensor all = Tensor::Zeros({shard * group.size()});
-      RETURN_IF_ERROR(group.AllGather(local, all));
+      Tensor all = on_device() ? backend_->Empty({shard * group.size()}) : Tensor::Zeros({shard * group.size()});
+      RETURN_IF_ERROR(group.AllGather(on_group(local), all));
+      all = HostCopy(all);
       flat = 0;
       for (Parameter* p : params) {
         Tensor t = Tensor::Empty(p->value.shape());
@@ -216,7 +218,9 @@ absl::StatusOr<optim::NamedTensors> Trainer::GatherOptimizerState() {
         const std::string name = StateName(slot, p->name);
         const Tensor* own = s == pipeline_->stage() ? Find(mine, name) : nullptr;
         Tensor t = own != nullptr ? *own : Tensor::Empty(p->value.shape());
-        RETURN_IF_ERROR(grid_->pipeline_group().Broadcast(t, s));
+        const Tensor moved = on_group(t);
+        RETURN_IF_ERROR(grid_->pipeline_group().Broadcast(moved, s));
+        t = HostCopy(moved);
         if (seen.insert(name).second) whole.emplace_back(name, t);
       }
     }

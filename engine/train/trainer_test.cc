@@ -236,5 +236,29 @@ TEST(TrainerTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
   EXPECT_EQ((*trainer)->step(), 12);
 }
 
+TEST(TrainerConfigTest, CudaGraphModeParsesAndNamesTheFieldOnError) {
+  EXPECT_EQ(*ParseCudaGraphMode("", "cuda_graphs"), CudaGraphMode::kAuto);
+  EXPECT_EQ(*ParseCudaGraphMode("auto", "cuda_graphs"), CudaGraphMode::kAuto);
+  EXPECT_EQ(*ParseCudaGraphMode("on", "cuda_graphs"), CudaGraphMode::kOn);
+  EXPECT_EQ(*ParseCudaGraphMode("off", "cuda_graphs"), CudaGraphMode::kOff);
+  absl::StatusOr<CudaGraphMode> bad = ParseCudaGraphMode("sometimes", "resources.cuda_graphs");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("resources.cuda_graphs"), std::string::npos) << bad.status();
+  EXPECT_EQ(TrainerConfig().cuda_graphs, CudaGraphMode::kAuto);
+}
+
+// The CPU backend ignores cuda_graphs: "on" trains as before.
+TEST(TrainerConfigTest, CudaGraphsOnIsIgnoredOnTheCpu) {
+  TrainerConfig config = MlpFp16Config();
+  config.steps = 3;
+  config.cuda_graphs = CudaGraphMode::kOn;
+  TrainerConfig eager = config;
+  eager.cuda_graphs = CudaGraphMode::kOff;
+  RunResult on = Train(config, FreshDir("cpu-graphs-on"), -1);
+  RunResult off = Train(eager, FreshDir("cpu-graphs-off"), -1);
+  EXPECT_EQ(on.losses, off.losses);
+}
+
 }  // namespace
 }  // namespace ringmaster::engine
