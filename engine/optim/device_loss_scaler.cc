@@ -41,13 +41,13 @@ class CudaLossScaler final : public DeviceLossScaler {
  public:
   CudaLossScaler(const LossScalerConfig& config, void* stream) : config_(config), stream_(stream) {}
 
-  absl::Status Init(const ParameterList& params) {
+  absl::Status Init(const std::vector<Tensor>& grads) {
     std::vector<kernels::MultiTensorEntry> entries;
-    for (const Parameter* p : params) {
+    for (const Tensor& g : grads) {
       kernels::MultiTensorEntry e;
-      e.w = p->value.f32();
-      e.g = p->grad.f32();
-      e.n = p->grad.numel();
+      e.w = g.f32();  // the sum of grad^2 reads only g
+      e.g = g.f32();
+      e.n = g.numel();
       entries.push_back(e);
     }
     std::vector<kernels::TensorChunk> chunks = kernels::MakeTensorChunks(entries);
@@ -77,13 +77,32 @@ class CudaLossScaler final : public DeviceLossScaler {
 
   const kernels::DeviceStepControl* control() const override { return device_control(); }
 
-  absl::Status Prologue(float max_norm) override {
+  absl::Status LocalSumSquares() override {
     kernels::DeviceStepControl* c = device_control();
     RETURN_IF_ERROR(LaunchStatus(
         kernels::LaunchChunkSumSquares(table_, kernels::NormField::kGrads, partials(), stream_), "grad sum squares"));
-    RETURN_IF_ERROR(LaunchStatus(kernels::LaunchTotalSum(partials(), table_.num_chunks, &c->grad_sum_squares, stream_),
-                                 "grad sum squares total"));
-    return LaunchStatus(kernels::LaunchStepPrologue(c, max_norm, PolicyOf(config_), stream_), "LaunchStepPrologue");
+    return LaunchStatus(kernels::LaunchTotalSum(partials(), table_.num_chunks, &c->grad_sum_squares, stream_),
+                        "grad sum squares total");
+  }
+
+  absl::Status SumSquaresOverRanks(int ranks, const AllGatherFn& all_gather) override {
+    if (ranks < 1) return absl::InvalidArgumentError(absl::StrCat("sum of squares over ", ranks, " ranks"));
+    if (ranks == 1) return absl::OkStatus();
+    const size_t bytes = static_cast<size_t>(ranks) * sizeof(double);
+    if (gathered_.bytes() < bytes) {
+      ASSIGN_OR_RETURN(gathered_, DeviceBuffer::Allocate(bytes));
+    }
+    double* sum = &device_control()->grad_sum_squares;
+    const Tensor in = Tensor::Wrap(sum, {2}, DType::kI32, Device::kCuda);
+    const Tensor out = Tensor::Wrap(gathered_.data(), {2 * ranks}, DType::kI32, Device::kCuda);
+    RETURN_IF_ERROR(all_gather(in, out));
+    return LaunchStatus(kernels::LaunchTotalSum(static_cast<const double*>(gathered_.data()), ranks, sum, stream_),
+                        "grad sum squares over ranks");
+  }
+
+  absl::Status Decide(float max_norm) override {
+    return LaunchStatus(kernels::LaunchStepPrologue(device_control(), max_norm, PolicyOf(config_), stream_),
+                        "LaunchStepPrologue");
   }
 
   absl::Status Epilogue() override {
@@ -130,6 +149,7 @@ class CudaLossScaler final : public DeviceLossScaler {
   const LossScalerConfig config_;
   void* const stream_;
   DeviceBuffer entries_, chunks_, partials_, control_;
+  DeviceBuffer gathered_;  // every rank's sum of squares (SumSquaresOverRanks)
   kernels::MultiTensorTable table_;
   std::unique_ptr<kernels::DeviceStepControl, PinnedFree> host_;
 };
@@ -138,16 +158,34 @@ class CudaLossScaler final : public DeviceLossScaler {
 
 absl::StatusOr<std::unique_ptr<DeviceLossScaler>> DeviceLossScaler::Create(const LossScalerConfig& config,
                                                                           const ParameterList& params, void* stream) {
-  if (config.enabled) RETURN_IF_ERROR(LossScaler::Create(config).status());
+  std::vector<Tensor> grads;
   for (const Parameter* p : params) {
     if (p == nullptr || !p->grad.defined() || p->grad.device() != Device::kCuda || p->grad.dtype() != DType::kF32) {
       return absl::InvalidArgumentError(absl::StrCat("the device loss scaler needs CUDA f32 grads; parameter \"",
                                                      p == nullptr ? "(null)" : p->name, "\" has none"));
     }
+    grads.push_back(p->grad);
+  }
+  return Create(config, grads, stream);
+}
+
+absl::StatusOr<std::unique_ptr<DeviceLossScaler>> DeviceLossScaler::Create(const LossScalerConfig& config,
+                                                                          const std::vector<Tensor>& grads,
+                                                                          void* stream) {
+  if (config.enabled) RETURN_IF_ERROR(LossScaler::Create(config).status());
+  for (const Tensor& g : grads) {
+    if (!g.defined() || g.device() != Device::kCuda || g.dtype() != DType::kF32) {
+      return absl::InvalidArgumentError("the device loss scaler needs CUDA f32 grads");
+    }
   }
   auto scaler = std::make_unique<CudaLossScaler>(config, stream);
-  RETURN_IF_ERROR(scaler->Init(params));
+  RETURN_IF_ERROR(scaler->Init(grads));
   return std::unique_ptr<DeviceLossScaler>(std::move(scaler));
+}
+
+absl::Status DeviceLossScaler::Prologue(float max_norm) {
+  RETURN_IF_ERROR(LocalSumSquares());
+  return Decide(max_norm);
 }
 
 }  // namespace ringmaster::engine::optim

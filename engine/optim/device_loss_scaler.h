@@ -21,11 +21,21 @@
 // Also used with the scaler disabled (bf16/fp32): it then never skips, and
 // still computes the gradient norm and clipping on the device.
 //
+// Gradients spread over ranks (ZeRO-1 shards, pipeline stages): Prologue in
+// halves, with the partial sums combined in between, all on the device:
+//
+//   scaler.LocalSumSquares();                            // this rank's part
+//   scaler.SumSquaresOverRanks(n, all_gather);           // per group holding parts
+//   group.AllReduce(scaler.flag(), ReduceOp::kSum);      // one rank's overflow skips all
+//   scaler.Decide(max_norm);
+//
 // Not thread-safe: the training thread owns it. The header is plain C++; in a
 // build without CUDA, Create returns FAILED_PRECONDITION.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -55,6 +65,10 @@ class DeviceLossScaler {
   // grad; FAILED_PRECONDITION without CUDA.
   static absl::StatusOr<std::unique_ptr<DeviceLossScaler>> Create(const LossScalerConfig& config,
                                                                   const ParameterList& params, void* stream);
+  // The same over bare CUDA f32 grads (e.g. a ZeRO-1 shard of averaged grads);
+  // their pointers must stay valid for the scaler's life.
+  static absl::StatusOr<std::unique_ptr<DeviceLossScaler>> Create(const LossScalerConfig& config,
+                                                                  const std::vector<Tensor>& grads, void* stream);
   virtual ~DeviceLossScaler() = default;
 
   // f32 [1] on the device: the flag Backend::NonFiniteCheck ORs into. Cleared
@@ -64,8 +78,18 @@ class DeviceLossScaler {
   virtual const kernels::DeviceStepControl* control() const = 0;
 
   // Enqueues the global grad norm and the skip/clip decision (max_norm <= 0:
-  // no clipping).
-  virtual absl::Status Prologue(float max_norm) = 0;
+  // no clipping): LocalSumSquares then Decide.
+  absl::Status Prologue(float max_norm);
+  // Enqueues the sum of grad^2 of this scaler's grads into the control block.
+  virtual absl::Status LocalSumSquares() = 0;
+  // The control block's sum of squares <- the sum of every rank's (fp64,
+  // added on the device in a fixed order: the same value on every rank). `all_gather(in, out)` must do what
+  // ProcessGroup::AllGather does, on the device and ordered after the stream's
+  // work: `in` is i32 [2] (the fp64's bytes), `out` i32 [2 * ranks].
+  using AllGatherFn = std::function<absl::Status(const Tensor& in, const Tensor& out)>;
+  virtual absl::Status SumSquaresOverRanks(int ranks, const AllGatherFn& all_gather) = 0;
+  // Enqueues the skip/clip decision from the control block's flag and sum.
+  virtual absl::Status Decide(float max_norm) = 0;
   // Enqueues the scale update and the copy of the control block to the host.
   virtual absl::Status Epilogue() = 0;
 

@@ -1,12 +1,25 @@
 // A build without CUDA: no device step control.
 #include "engine/optim/device_loss_scaler.h"
 
+#include "common/status_macros.h"
+
 namespace ringmaster::engine::optim {
 
 absl::StatusOr<std::unique_ptr<DeviceLossScaler>> DeviceLossScaler::Create(const LossScalerConfig& /*config*/,
                                                                           const ParameterList& /*params*/,
                                                                           void* /*stream*/) {
   return absl::FailedPreconditionError("the device loss scaler needs CUDA, and this binary was built without it");
+}
+
+absl::StatusOr<std::unique_ptr<DeviceLossScaler>> DeviceLossScaler::Create(const LossScalerConfig& /*config*/,
+                                                                          const std::vector<Tensor>& /*grads*/,
+                                                                          void* /*stream*/) {
+  return absl::FailedPreconditionError("the device loss scaler needs CUDA, and this binary was built without it");
+}
+
+absl::Status DeviceLossScaler::Prologue(float max_norm) {
+  RETURN_IF_ERROR(LocalSumSquares());
+  return Decide(max_norm);
 }
 
 }  // namespace ringmaster::engine::optim

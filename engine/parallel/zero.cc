@@ -88,9 +88,17 @@ absl::Status ZeroOptimizer::SumOverRanks(std::vector<double>& partial) {
   const int64_t words = static_cast<int64_t>(partial.size()) * 2;  // an fp64 travels as two i32
   if (words == 0) return absl::OkStatus();
   Tensor mine = Tensor::Empty({words}, DType::kI32);
-  Tensor all = Tensor::Empty({words * n}, DType::kI32);
-  std::memcpy(mine.raw(), partial.data(), partial.size() * sizeof(double));
-  RETURN_IF_ERROR(Timed([&] { return group_.AllGather(mine, all); }));
+  std::memcpy(mine.raw(), partial.data(), partial.size() * sizeof(double));  // host memory
+  Tensor all;
+  if (backend_.device() == Device::kCpu) {
+    all = Tensor::Empty({words * n}, DType::kI32);
+    RETURN_IF_ERROR(Timed([&] { return group_.AllGather(mine, all); }));
+  } else {  // the group moves device memory
+    Tensor device_all = backend_.Empty({words * n}, DType::kI32);
+    const Tensor device_mine = backend_.ToDevice(mine);
+    RETURN_IF_ERROR(Timed([&] { return group_.AllGather(device_mine, device_all); }));
+    all = backend_.ToHost(device_all);
+  }
   std::vector<double> sum(partial.size(), 0.0), rank_values(partial.size());
   for (int r = 0; r < n; ++r) {
     std::memcpy(rank_values.data(), static_cast<const char*>(all.raw()) + r * partial.size() * sizeof(double),
@@ -104,7 +112,8 @@ absl::Status ZeroOptimizer::SumOverRanks(std::vector<double>& partial) {
 absl::StatusOr<double> ZeroOptimizer::GradSumSquares() {
   if (!reduced_) return absl::FailedPreconditionError("zero: GradSumSquares before ReduceScatterGradients");
   std::vector<double> sum = {0.0};
-  const float* g = shard_.f32();
+  const Tensor shard = backend_.device() == Device::kCpu ? shard_ : backend_.ToHost(shard_);
+  const float* g = shard.f32();
   for (int64_t i = 0; i < shard_end_ - shard_begin_; ++i) sum[0] += static_cast<double>(g[i]) * g[i];
   RETURN_IF_ERROR(SumOverRanks(sum));
   return sum[0];

@@ -30,7 +30,12 @@
 // per-parameter partial sums are all-gathered (as raw fp64) and summed in rank
 // order, the same on every rank.
 //
-// Parameters and grads are host f32 (the Optimizer's requirement). Errors of
+// Parameters and grads are f32 tensors of `backend`'s device (host, or CUDA
+// with an NCCL group: every copy goes through the backend, every transfer
+// through the group, nothing reads device memory from the host except
+// GradSumSquares, which copies this rank's shard back). On CUDA the trainer
+// takes the norm and the overflow flag on the device instead (shard_grad(),
+// device_loss_scaler.h); the CUDA optimizer has no sharded LARS/LAMB. Errors of
 // the group come back as its Status (the group is then broken). Not
 // thread-safe: the training thread calls it, and it uses the group from that
 // thread only.
@@ -81,6 +86,10 @@ class ZeroOptimizer {
   int64_t shard_begin() const { return shard_begin_; }
   int64_t shard_end() const { return shard_end_; }
   const std::vector<optim::ParamRange>& ranges() const { return ranges_; }
+  // This rank's averaged grads, contiguous (shard_end - shard_begin elements
+  // of backend's device): valid from ReduceScatterGradients until Step, which
+  // reuses the buffer for the values. The same storage for the object's life.
+  Tensor shard_grad() const { return shard_.Slice1D(0, shard_end_ - shard_begin_); }
   // Seconds in collectives during the last ReduceScatterGradients .. Step.
   double last_comm_seconds() const { return comm_seconds_; }
 

@@ -1,7 +1,10 @@
 // checkpoint-diff: compares the model weights of the newest good checkpoints
 // of two checkpoint directories, tensor by tensor.
 //
-//   checkpoint-diff DIR_A DIR_B [--parameters-only]
+//   checkpoint-diff DIR_A DIR_B [--parameters-only | --with-optimizer]
+//
+// --with-optimizer compares the optimizer state tensors too (e.g. ZeRO-1's
+// gathered shards against an unsharded run's).
 //
 // Prints one line per tensor whose relative difference ||a - b|| / ||b|| is
 // above zero, then `max_relative_difference=X` (the largest over all tensors).
@@ -16,10 +19,11 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: checkpoint-diff DIR_A DIR_B [--parameters-only]\n");
+    std::fprintf(stderr, "usage: checkpoint-diff DIR_A DIR_B [--parameters-only | --with-optimizer]\n");
     return 2;
   }
   const bool parameters_only = argc > 3 && std::string(argv[3]) == "--parameters-only";
+  const bool with_optimizer = argc > 3 && std::string(argv[3]) == "--with-optimizer";
   auto a = ringmaster::engine::LoadNewestCheckpoint(argv[1]);
   auto b = ringmaster::engine::LoadNewestCheckpoint(argv[2]);
   for (const auto* c : {&a, &b}) {
@@ -29,8 +33,13 @@ int main(int argc, char** argv) {
     }
   }
   std::map<std::string, ringmaster::engine::Tensor> theirs(b->contents.model.begin(), b->contents.model.end());
+  ringmaster::engine::NamedTensors mine = a->contents.model;
+  if (with_optimizer) {
+    mine.insert(mine.end(), a->contents.optimizer.begin(), a->contents.optimizer.end());
+    theirs.insert(b->contents.optimizer.begin(), b->contents.optimizer.end());
+  }
   double worst = 0.0;
-  for (const auto& [name, ta] : a->contents.model) {
+  for (const auto& [name, ta] : mine) {
     // BatchNorm running statistics are per rank (ghost batch norm): not weights.
     if (parameters_only && (absl::StrContains(name, "running_") || absl::StrContains(name, "num_batches"))) continue;
     auto it = theirs.find(name);
