@@ -115,6 +115,8 @@ const std::vector<BadSpec>& BadSpecs() {
        "lr_schedule.reference_batch_size: required with the sqrt scaling rule"},
       // --- ranges ---
       {"ZeroNodes", Base("resources: {nodes: 0}"), "resources.nodes: must be >= 1, got 0"},
+      {"CudaGraphsValue", Base("resources: {cuda_graphs: sometimes}"),
+       "resources.cuda_graphs: one of auto, on, off; got \"sometimes\""},
       {"TooManyNodes", Base("resources: {nodes: 5000}"),
        "resources.nodes: must be <= 4096, got 5000"},
       {"NegativeLr", Base("optimizer: {lr: -0.1}"), "optimizer.lr: must be > 0, got -0.1"},

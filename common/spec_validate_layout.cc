@@ -22,6 +22,10 @@ absl::Status ValidateResources(const v1::ResourceSpec& resources) {
   RETURN_IF_ERROR(CheckRange("resources.nodes", resources.nodes(), 1, kMaxNodes));
   RETURN_IF_ERROR(CheckRange("resources.ranks_per_node", resources.ranks_per_node(), 1, 1024));
   RETURN_IF_ERROR(CheckRange("resources.cpus_per_rank", resources.cpus_per_rank(), 1, 1024));
+  const std::string& graphs = resources.cuda_graphs();
+  if (!graphs.empty() && graphs != "auto" && graphs != "on" && graphs != "off") {
+    return Invalid("resources.cuda_graphs", absl::StrCat("one of auto, on, off; got \"", graphs, "\""));
+  }
   return CheckLabels("resources.node_selector", resources.node_selector());
 }
 

@@ -2,6 +2,9 @@
 // from the spec, and the backend a config gets in this build on this machine.
 #include "engine/train/backend_factory.h"
 
+#include <string>
+#include <utility>
+
 #include "common/spec.h"
 #include "gtest/gtest.h"
 
@@ -25,6 +28,25 @@ TEST(TrainerDeviceConfigTest, SpecSelectsTheDeviceAndTf32) {
   EXPECT_EQ(config->device, Device::kCuda);
   EXPECT_TRUE(config->tf32);
   EXPECT_EQ(config->compute_dtype, DType::kF32);
+}
+
+TEST(TrainerDeviceConfigTest, SpecSelectsCudaGraphs) {
+  auto spec = LoadJobSpecFile(kSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto config = TrainerConfigFromSpec(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->cuda_graphs, CudaGraphMode::kAuto);
+  for (auto [value, mode] : {std::pair{"on", CudaGraphMode::kOn}, std::pair{"off", CudaGraphMode::kOff}}) {
+    spec = LoadJobSpecFile(kSpec, {std::string("resources.cuda_graphs=") + value});
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    config = TrainerConfigFromSpec(*spec);
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->cuda_graphs, mode) << value;
+  }
+  // An invalid value is rejected by the spec's validation, naming the field.
+  spec = LoadJobSpecFile(kSpec, {"resources.cuda_graphs=maybe"});
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("resources.cuda_graphs"), std::string::npos) << spec.status();
 }
 
 TEST(BackendFactoryTest, CpuConfigGetsTheCpuBackend) {

@@ -157,6 +157,7 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const JobSpec& spec) {
   config.threads = spec.resources().cpus_per_rank();
   config.device = spec.resources().device() == v1::ResourceSpec::CUDA ? Device::kCuda : Device::kCpu;
   config.tf32 = spec.precision().compute() == v1::PrecisionSpec::TF32;
+  ASSIGN_OR_RETURN(config.cuda_graphs, ParseCudaGraphMode(spec.resources().cuda_graphs(), "resources.cuda_graphs"));
   return config;
 }
 
