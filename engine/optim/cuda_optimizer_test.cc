@@ -271,5 +271,52 @@ TEST(DeviceLossScalerTest, ClipsByTheGlobalNormOnTheDevice) {
   EXPECT_LE(MaxRelativeError(device.Values(), host.Values()), 1e-5);
 }
 
+// Gradients spread over ranks (ZeRO-1, pipeline): this rank's sum of squares
+// all-gathered with two other ranks' (a fake all-gather on one GPU: ranks 0
+// and 2 contribute 2.5 and 4.0) and added on the device; the clip and the
+// reported norm use the global sum, as the CPU optimizer with the same
+// coefficient does.
+TEST(DeviceLossScalerTest, SumsTheSumOfSquaresOverRanksOnTheDevice) {
+  SKIP_WITHOUT_DEVICE();
+  LossScalerConfig sc;
+  sc.enabled = false;
+  ScaledTwins t(9, Config(OptimizerKind::kSgd, 0.9f, false, 0.0f), sc);
+  ASSERT_TRUE(t.ok());
+  std::mt19937 rng(5);
+  t.host.SetGrads(RandomGrads(t.host, rng, 1.0f), 1.0f);
+  t.device.CopyGradsFrom(t.host);
+  const double local = *GradSumSquares(t.host.list());
+  const double others[2] = {2.5, 4.0};
+  int gathers = 0;
+  auto all_gather = [&](const Tensor& in, const Tensor& out) -> absl::Status {
+    ++gathers;
+    EXPECT_EQ(in.numel(), 2);
+    EXPECT_EQ(out.numel(), 6);
+    EXPECT_EQ(in.dtype(), DType::kI32);
+    EXPECT_EQ(out.device(), Device::kCuda);
+    char* o = static_cast<char*>(out.raw());
+    EXPECT_EQ(cudaMemcpy(o, &others[0], 8, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(o + 8, in.raw(), 8, cudaMemcpyDeviceToDevice), cudaSuccess);  // this rank: 1
+    EXPECT_EQ(cudaMemcpy(o + 16, &others[1], 8, cudaMemcpyHostToDevice), cudaSuccess);
+    return absl::OkStatus();
+  };
+  const double norm = std::sqrt(local + others[0] + others[1]);
+  const float max_norm = static_cast<float>(norm / 3);
+  ASSERT_TRUE(t.scaler->LocalSumSquares().ok());
+  ASSERT_TRUE(t.scaler->SumSquaresOverRanks(3, all_gather).ok());
+  ASSERT_TRUE(t.scaler->Decide(max_norm).ok());
+  ASSERT_TRUE(t.gpu->Step(0.1f, 1.0f).ok());
+  ASSERT_TRUE(t.scaler->Epilogue().ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(gathers, 1);
+  ASSERT_TRUE(t.cpu->Step(0.1f, ClipCoefficient(norm, max_norm)).ok());
+  EXPECT_NEAR(t.scaler->Snapshot().grad_norm, norm, 1e-5 * norm);
+  EXPECT_LE(MaxRelativeError(t.device.Values(), t.host.Values()), 1e-5);
+  // One rank: nothing to gather.
+  ASSERT_TRUE(t.scaler->SumSquaresOverRanks(1, all_gather).ok());
+  EXPECT_EQ(gathers, 1);
+  EXPECT_EQ(t.scaler->SumSquaresOverRanks(0, all_gather).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ringmaster::engine::optim
