@@ -26,20 +26,44 @@ class CudaHostStaging final : public HostStaging {
  public:
   explicit CudaHostStaging(cudaStream_t stream) : stream_(stream) {}
   ~CudaHostStaging() override {
-    for (Buffer& b : buffers_) {
-      if (b.event != nullptr) {
-        LogIfError(CUDA_STATUS(cudaEventSynchronize(b.event)));
-        LogIfError(CUDA_STATUS(cudaEventDestroy(b.event)));
+    for (Buffer* b : {&buffers_[0], &buffers_[1], &lr_buffer_}) {
+      if (b->event != nullptr) {
+        LogIfError(CUDA_STATUS(cudaEventSynchronize(b->event)));
+        LogIfError(CUDA_STATUS(cudaEventDestroy(b->event)));
       }
-      if (b.data != nullptr) LogIfError(CUDA_STATUS(cudaFreeHost(b.data)));
+      if (b->data != nullptr) LogIfError(CUDA_STATUS(cudaFreeHost(b->data)));
     }
   }
 
   absl::Status CopyToDevice(const std::vector<Copy>& copies) override {
-    size_t total = 0;
-    for (const Copy& c : copies) total += c.bytes;
     Buffer& b = buffers_[next_];
     next_ = (next_ + 1) % buffers_.size();
+    return CopyThrough(b, copies);
+  }
+
+  absl::Status SetDeviceLr(const kernels::DeviceStepControl* control, float lr) override {
+    struct {
+      float lr;
+      int32_t device_hyper;
+    } value{lr, 1};
+    static_assert(offsetof(kernels::DeviceStepControl, device_hyper) ==
+                      offsetof(kernels::DeviceStepControl, lr) + sizeof(float),
+                  "lr and device_hyper are adjacent");
+    auto* dst = reinterpret_cast<char*>(const_cast<kernels::DeviceStepControl*>(control)) +
+                offsetof(kernels::DeviceStepControl, lr);
+    return CopyThrough(lr_buffer_, {{&value, dst, sizeof(value)}});  // its own buffer: batches keep alternating
+  }
+
+ private:
+  struct Buffer {
+    char* data = nullptr;  // cudaHostAlloc
+    size_t capacity = 0;
+    cudaEvent_t event = nullptr;  // recorded after the copies that read data
+  };
+
+  absl::Status CopyThrough(Buffer& b, const std::vector<Copy>& copies) {
+    size_t total = 0;
+    for (const Copy& c : copies) total += c.bytes;
     // The copies enqueued from this buffer last time must have read it.
     if (b.event != nullptr) CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b.event));
     if (b.event == nullptr) CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b.event, cudaEventDisableTiming));
@@ -61,28 +85,10 @@ class CudaHostStaging final : public HostStaging {
     return absl::OkStatus();
   }
 
-  absl::Status SetDeviceLr(const kernels::DeviceStepControl* control, float lr) override {
-    struct {
-      float lr;
-      int32_t device_hyper;
-    } value{lr, 1};
-    static_assert(offsetof(kernels::DeviceStepControl, device_hyper) ==
-                      offsetof(kernels::DeviceStepControl, lr) + sizeof(float),
-                  "lr and device_hyper are adjacent");
-    auto* dst = reinterpret_cast<char*>(const_cast<kernels::DeviceStepControl*>(control)) +
-                offsetof(kernels::DeviceStepControl, lr);
-    return CopyToDevice({{&value, dst, sizeof(value)}});
-  }
-
- private:
-  struct Buffer {
-    char* data = nullptr;  // cudaHostAlloc
-    size_t capacity = 0;
-    cudaEvent_t event = nullptr;  // recorded after the copies that read data
-  };
   cudaStream_t stream_;
-  std::array<Buffer, 2> buffers_;
+  std::array<Buffer, 2> buffers_;  // batches, in turn
   size_t next_ = 0;
+  Buffer lr_buffer_;
 };
 
 class CudaStepGraphs final : public StepGraphs {

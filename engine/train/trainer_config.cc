@@ -1,6 +1,7 @@
 #include "engine/train/trainer_config.h"
 
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -108,6 +109,27 @@ absl::StatusOr<CudaGraphMode> ParseCudaGraphMode(absl::string_view value, absl::
   if (value == "off") return CudaGraphMode::kOff;
   return absl::InvalidArgumentError(
       absl::StrCat(field, ": \"", value, "\" is not one of \"auto\", \"on\", \"off\""));
+}
+
+absl::StatusOr<bool> UseCudaGraphs(const TrainerConfig& config, int ranks, int64_t parameters) {
+  if (config.cuda_graphs == CudaGraphMode::kOff) return false;
+  // What rules a graph out: collectives in the step, host data between
+  // micro-batches, or a dropout key that changes every step (a launch argument).
+  std::string why_not;
+  if (ranks > 1) {
+    why_not = "more than one rank (collectives in the step)";
+  } else if (config.parallel.micro_batches > 1) {
+    why_not = "parallelism.micro_batches > 1";
+  } else if (config.model.dropout > 0.0f) {
+    why_not = "model dropout > 0 (its key changes every step)";
+  }
+  if (config.cuda_graphs == CudaGraphMode::kOn) {
+    if (!why_not.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("resources.cuda_graphs: \"on\" is not possible with ", why_not));
+    }
+    return true;
+  }
+  return why_not.empty() && parameters <= kCudaGraphAutoMaxParameters;
 }
 
 absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const JobSpec& spec) {

@@ -84,6 +84,12 @@ struct TrainerConfig {
   CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;
 };
 
+// Whether a CUDA job's steps run in graphs under config.cuda_graphs, for
+// `ranks` ranks and a model of `parameters` trained parameters (the rule at
+// CudaGraphMode); INVALID_ARGUMENT naming resources.cuda_graphs for "on" with
+// what rules graphs out.
+absl::StatusOr<bool> UseCudaGraphs(const TrainerConfig& config, int ranks, int64_t parameters);
+
 // Maps a job spec (ApplyDefaults'd and ValidateJobSpec'd) onto the trainer's
 // configuration. INVALID_ARGUMENT names the field for what the engine cannot do
 // (e.g. a CNN with other than two conv stages).

@@ -15,9 +15,7 @@
 // graph (StepOnDevice, Evaluate, SaveCheckpoint), as does the step's one
 // synchronisation.
 #include <cstdint>
-#include <string>
 
-#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/train/trainer.h"
 #include "spdlog/spdlog.h"
@@ -41,33 +39,17 @@ optim::DeviceZerosFn Trainer::DeviceZeros() {
 
 absl::Status Trainer::InitStepGraphs() {
   staging_ = HostStaging::Create(*backend_);
-  const CudaGraphMode mode = config_.cuda_graphs;
-  if (mode == CudaGraphMode::kOff) return absl::OkStatus();
-  // What rules a graph out: collectives in the step, host data between
-  // micro-batches, or a dropout key that changes every step (a launch argument).
-  std::string why_not;
-  if (distributed()) {
-    why_not = "more than one rank (collectives in the step)";
-  } else if (config_.parallel.micro_batches > 1) {
-    why_not = "parallelism.micro_batches > 1";
-  } else if (config_.model.dropout > 0.0f) {
-    why_not = "model dropout > 0 (its key changes every step)";
-  }
   int64_t parameters = 0;
   for (const Parameter* p : TrainedParameters()) parameters += p->value.numel();
-  if (mode == CudaGraphMode::kOn && !why_not.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("cuda_graphs: \"on\" is not possible with ", why_not));
-  }
-  if (mode == CudaGraphMode::kAuto && (!why_not.empty() || parameters > kCudaGraphAutoMaxParameters)) {
-    return absl::OkStatus();
-  }
+  ASSIGN_OR_RETURN(const bool use, UseCudaGraphs(config_, distributed() ? world_->size() : 1, parameters));
+  if (!use) return absl::OkStatus();
   graphs_ = StepGraphs::Create(*backend_);
   if (graphs_ == nullptr || staging_ == nullptr) {
-    return absl::FailedPreconditionError("cuda_graphs: CUDA graphs need the CUDA backend");
+    return absl::FailedPreconditionError("resources.cuda_graphs: CUDA graphs need the CUDA backend");
   }
   graph_lr_ = true;
   spdlog::info("training step in CUDA graphs ({} parameters; cuda_graphs {})", parameters,
-               mode == CudaGraphMode::kOn ? "on" : "auto");
+               config_.cuda_graphs == CudaGraphMode::kOn ? "on" : "auto");
   return absl::OkStatus();
 }
 

@@ -248,6 +248,29 @@ TEST(TrainerConfigTest, CudaGraphModeParsesAndNamesTheFieldOnError) {
   EXPECT_EQ(TrainerConfig().cuda_graphs, CudaGraphMode::kAuto);
 }
 
+TEST(TrainerConfigTest, CudaGraphRule) {
+  TrainerConfig config = MlpFp16Config();  // no dropout, one micro-batch
+  EXPECT_TRUE(*UseCudaGraphs(config, 1, 1000));
+  EXPECT_TRUE(*UseCudaGraphs(config, 1, kCudaGraphAutoMaxParameters));
+  EXPECT_FALSE(*UseCudaGraphs(config, 1, kCudaGraphAutoMaxParameters + 1));  // auto: small models only
+  EXPECT_FALSE(*UseCudaGraphs(config, 2, 1000));                             // collectives in the step
+  config.cuda_graphs = CudaGraphMode::kOn;
+  EXPECT_TRUE(*UseCudaGraphs(config, 1, kCudaGraphAutoMaxParameters + 1));
+  absl::StatusOr<bool> two_ranks = UseCudaGraphs(config, 2, 1000);
+  ASSERT_FALSE(two_ranks.ok());
+  EXPECT_NE(two_ranks.status().message().find("resources.cuda_graphs"), std::string::npos) << two_ranks.status();
+  config.parallel.micro_batches = 2;
+  EXPECT_FALSE(UseCudaGraphs(config, 1, 1000).ok());
+  config.parallel.micro_batches = 1;
+  config.model.dropout = 0.1f;
+  EXPECT_FALSE(UseCudaGraphs(config, 1, 1000).ok());
+  config.cuda_graphs = CudaGraphMode::kAuto;
+  EXPECT_FALSE(*UseCudaGraphs(config, 1, 1000));
+  config.cuda_graphs = CudaGraphMode::kOff;
+  config.model.dropout = 0.0f;
+  EXPECT_FALSE(*UseCudaGraphs(config, 1, 1000));
+}
+
 // The CPU backend ignores cuda_graphs: "on" trains as before.
 TEST(TrainerConfigTest, CudaGraphsOnIsIgnoredOnTheCpu) {
   TrainerConfig config = MlpFp16Config();
