@@ -28,7 +28,7 @@ fashion=/usr/share/datasets/fashion-mnist
 kjv=/usr/local/share/ringmaster/kjv.txt
 
 binaries=(//engine:ringmaster-trainer //coordinator:ringmaster-coordinator //worker:ringmaster-worker
-          //client:ringmaster)
+          //client:ringmaster //engine/tools:checkpoint-diff)
 mapfile -t gpu_tests < <(bazel query --output=label 'kind("cc_test", attr(tags, "\bgpu\b", //...))' 2>/dev/null)
 mapfile -t gpu_benches < <(bazel query --output=label 'kind("cc_binary", attr(tags, "\bgpu\b", //bench/...))' 2>/dev/null || true)
 if [[ ${#gpu_tests[@]} -eq 0 ]]; then
@@ -76,7 +76,7 @@ for b in "${sources[@]}"; do
 done
 [[ $missing -eq 0 ]] || exit 1
 
-install -m 0755 tests/gpu_training_test.sh "$staging/tests/"
+install -m 0755 tests/gpu_training_test.sh tests/gpu_parallel_test.sh "$staging/tests/"
 install -m 0755 scripts/gpu-run.sh "$out/"
 cp examples/*.yaml "$staging/examples/"
 install -m 0755 bench/gpu_vs_pytorch.sh "$staging/bench/"

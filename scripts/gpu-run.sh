@@ -98,6 +98,9 @@ for mode in fashion gpt; do
   run_item "gpu_${mode}_training" "$pack/tests/gpu_training_test.sh" "$pack/bin/ringmaster-trainer" \
     "$pack/examples" "$mode" "$data"
 done
+# ZeRO-1 and pipeline over NCCL (skips, saying so, with fewer than 2 GPUs).
+run_item gpu_parallel "$pack/tests/gpu_parallel_test.sh" "$pack/bin/ringmaster-trainer" "$pack/bin/checkpoint-diff" \
+  "$pack/examples/fashion_mnist_mlp.yaml" "$packdir/data/fashion-mnist"
 while read -r kind label; do
   [[ "$kind" == "bench" ]] || continue
   name=$(basename "${label#*:}")

@@ -5,8 +5,8 @@
 # with fewer than 2 CUDA devices: NCCL needs a distinct GPU per rank of a
 # communicator (two ranks on one device fail at init with "Duplicate GPU").
 #
-# Each pair must agree step for step: every logged loss (and fp16 loss scale
-# and skipped-step count) equal to the printed 4 decimals, and the final
+# Each pair must agree step for step: every logged loss within 2e-4 (and the
+# fp16 loss scale and skipped-step count equal), and the final
 # checkpoints (parameters AND optimizer state: ZeRO-1's shards gathered, a
 # pipeline's stages gathered) within 1e-5 relative (fp32; the only difference
 # is the reduction: NCCL reduce-scatter vs allreduce, or none).
@@ -17,9 +17,10 @@
 #   pipeline:     --nproc 2 pipeline 2 micro 2, 1f1b and gpipe
 #                                           vs 1 process, micro 2
 #   4+ GPUs:      --nproc 4 data 2 pipeline 2 zero1 vs the same without zero1.
-# Usage: gpu_parallel_test.sh TRAINER DIFF SPEC
+# Usage: gpu_parallel_test.sh TRAINER DIFF SPEC [DATA_PATH]
+#   DATA_PATH overrides data.path (the GPU pack carries the dataset).
 set -euo pipefail
-trainer=$1 diff=$2 spec=$3
+trainer=$1 diff=$2 spec=$3 data=${4:-}
 
 gpus=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
@@ -36,6 +37,7 @@ common=(--spec "$spec" --device cuda --set training.steps=$steps --set training.
         --set training.log_interval_steps=1 --set checkpoint.interval_steps=0 --set lr_schedule.warmup_steps=3
         --set optimizer.type=sgd --set optimizer.lr=0.05 --set optimizer.momentum=0.9
         --set optimizer.betas=null --set optimizer.eps=null --set precision.compute=fp32 --threads 2 --timeout 120)
+if [[ -n "$data" ]]; then common+=(--set "data.path=$data"); fi
 fp16=(--set precision.compute=fp16 --set precision.loss_scale.initial_scale=16777216)
 
 # run NAME NPROC ARGS...: trains into $tmp/NAME, losses to $tmp/NAME.losses.
@@ -55,13 +57,17 @@ failed=0
 # compare REF RUN: losses equal, checkpoints within 1e-5.
 compare() {
   local ref=$1 got=$2
-  if ! cmp -s "$tmp/$ref.losses" "$tmp/$got.losses"; then
+  # Loss within 2e-4 (the 4 printed decimals may round apart); step, scale and skips equal.
+  if ! paste -d'|' "$tmp/$ref.losses" "$tmp/$got.losses" | awk -F'|' '
+      { split($2, a, " "); split($4, b, " "); d = a[2] - b[2]; if (d < 0) d = -d
+        if ($1 != $3 || d > 2e-4 || a[3] a[4] a[5] a[6] != b[3] b[4] b[5] b[6]) bad = 1 }
+      END { exit bad }'; then
     echo "FAIL: $got logged other losses than $ref:"; paste "$tmp/$ref.losses" "$tmp/$got.losses"; failed=1; return
   fi
   local worst
   worst=$("$diff" "$tmp/$ref" "$tmp/$got" --with-optimizer | sed -n 's/^max_relative_difference=//p')
   if awk -v w="$worst" 'BEGIN { exit !(w != "" && w <= 1e-5) }'; then
-    echo "PASS: $got = $ref: $steps losses equal, checkpoints within $worst (<= 1e-5); last: $(tail -1 "$tmp/$got.losses")"
+    echo "PASS: $got = $ref: $steps losses agree, checkpoints within $worst (<= 1e-5); last: $(tail -1 "$tmp/$got.losses")"
   else
     "$diff" "$tmp/$ref" "$tmp/$got" --with-optimizer | tail -5
     echo "FAIL: $got vs $ref: checkpoints differ by $worst > 1e-5"; failed=1
