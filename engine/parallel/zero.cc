@@ -24,7 +24,9 @@ absl::StatusOr<std::unique_ptr<ZeroOptimizer>> ZeroOptimizer::Create(const optim
   shard.ranges = zero->ranges_;
   ZeroOptimizer* self = zero.get();
   shard.reduce_norms = [self](std::vector<double>& partial) { return self->SumOverRanks(partial); };
-  ASSIGN_OR_RETURN(zero->optimizer_, optim::Optimizer::Create(config, params, std::move(shard)));
+  optim::DeviceZerosFn zeros;  // CUDA: the state from the backend's caching allocator
+  if (backend.device() == Device::kCuda) zeros = [&backend](const Shape& shape) { return backend.Zeros(shape); };
+  ASSIGN_OR_RETURN(zero->optimizer_, optim::Optimizer::Create(config, params, std::move(shard), std::move(zeros)));
   return zero;
 }
 
