@@ -2,7 +2,7 @@
 #define RINGMASTER_ENGINE_CORE_FLASH_ATTENTION_REFERENCE_H_
 
 // The CPU twin of the CUDA backend's flash attention (engine/kernels/
-// flash_attention.cu): the same tiles, causal tile skipping, online softmax
+// flash_attention_kernels.cuh): the same tiles, causal tile skipping, online softmax
 // and backward recomputation from the logsumexp, in plain serial loops, so
 // the algorithm is tested against the naive reference without a GPU.
 // Layouts as Backend's attention: qkv [b, t, 3c] (q, k, v each

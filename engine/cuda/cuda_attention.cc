@@ -1,5 +1,5 @@
 // CudaBackend: causal self-attention. Head sizes up to 64 run the flash
-// kernels (engine/kernels/flash_attention.cu), which save only the row
+// kernels (engine/kernels/flash_attention_kernels.cuh), which save only the row
 // logsumexp; larger head sizes, which those kernels' register tiles do not
 // hold, keep the unfused path: heads unpacked into [b * nh, t, hd] buffers,
 // batched cuBLASLt GEMMs around a fused causal softmax, saving the
