@@ -28,7 +28,12 @@ inline Tensor RandomTensor(const Shape& shape, uint64_t seed, float lo = -1.0f, 
 inline double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;
   double m = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  for (size_t i = 0; i < a.size(); ++i) {
+    // A NaN on one side only is a difference (std::max would drop it); NaN on both sides agrees.
+    if (std::isnan(a[i]) != std::isnan(b[i])) return INFINITY;
+    if (std::isnan(a[i])) continue;
+    m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
   return m;
 }
 
