@@ -142,11 +142,7 @@ absl::StatusOr<StepReport> Trainer::Step() {
     float clip = config_.grad_clip_norm > 0 ? optim::ClipCoefficient(report.grad_norm, config_.grad_clip_norm) : 1.0f;
     RETURN_IF_ERROR(OptimizerStep(report.lr, grad_scale * clip));
   }
-  if (zero_ != nullptr) {
-    zero_->ZeroGrad();
-  } else {
-    optimizer_->ZeroGrad();
-  }
+  ZeroGradients();
   ++step_;
   report.step = step_;
   report.total_steps = total_steps_;

@@ -175,6 +175,10 @@ class Trainer {
   // This rank's optimizer state taken from a whole (gathered) state.
   absl::Status LoadOptimizerState(const optim::NamedTensors& whole, int64_t step_count);
   int64_t OptimizerStepCount() const;
+  // The optimizer this rank steps: ZeRO-1's over its shard, else the model's.
+  optim::Optimizer& LocalOptimizer() const;
+  // Zeroes the gradients (and ZeRO-1's shard of them) for the next step.
+  void ZeroGradients();
   ParameterList TrainedParameters();
 
   // CUDA (trainer_device.cc): the device loss scaler and step; host copies of

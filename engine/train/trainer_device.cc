@@ -34,8 +34,7 @@ absl::Status Trainer::InitDevice() {
   const parallel::GradSpread spread = SpreadOf(TrainedParameters(), pipeline_.get(), zero_.get(), grid_.get());
   ASSIGN_OR_RETURN(device_scaler_,
                    optim::DeviceLossScaler::Create(config_.loss_scaler, spread.grads, BackendStream(*backend_)));
-  optim::Optimizer& optimizer = zero_ != nullptr ? zero_->optimizer() : *optimizer_;
-  optimizer.SetDeviceStep({BackendStream(*backend_), device_scaler_->control()});
+  LocalOptimizer().SetDeviceStep({BackendStream(*backend_), device_scaler_->control()});
   device_loss_ = backend_->Zeros({1});
   RETURN_IF_ERROR(InitStepGraphs());
   return backend_->Synchronize();
@@ -69,7 +68,7 @@ absl::StatusOr<StepReport> Trainer::StepOnDevice() {
     losses_since_read_ = 0;
   }
   const optim::DeviceStepSnapshot snap = device_scaler_->Snapshot();
-  (zero_ != nullptr ? zero_->optimizer() : *optimizer_).SetStepCount(snap.optimizer_steps);
+  LocalOptimizer().SetStepCount(snap.optimizer_steps);
   RETURN_IF_ERROR(scaler_.LoadState(snap.scaler));
   report.loss = last_loss_;
   report.skipped = snap.skipped;
@@ -107,11 +106,7 @@ absl::Status Trainer::DeviceStepBody(const Batch& batch, StepReport& report) {
   // A no-op on the device when the step is skipped (ZeRO-1 still gathers the unchanged values).
   RETURN_IF_ERROR(OptimizerStep(report.lr, 1.0f));
   RETURN_IF_ERROR(device_scaler_->Epilogue());
-  if (zero_ != nullptr) {
-    zero_->ZeroGrad();
-  } else {
-    optimizer_->ZeroGrad();
-  }
+  ZeroGradients();
   return absl::OkStatus();
 }
 

@@ -105,8 +105,16 @@ ParameterList Trainer::TrainedParameters() {
   return pipeline_ != nullptr ? pipeline_->Parameters() : model_->Parameters();
 }
 
-int64_t Trainer::OptimizerStepCount() const {
-  return zero_ != nullptr ? zero_->optimizer().step_count() : optimizer_->step_count();
+int64_t Trainer::OptimizerStepCount() const { return LocalOptimizer().step_count(); }
+
+optim::Optimizer& Trainer::LocalOptimizer() const { return zero_ != nullptr ? zero_->optimizer() : *optimizer_; }
+
+void Trainer::ZeroGradients() {
+  if (zero_ != nullptr) {
+    zero_->ZeroGrad();
+  } else {
+    optimizer_->ZeroGrad();
+  }
 }
 
 absl::StatusOr<double> Trainer::AllReduceScalar(dist::ProcessGroup& group, double value, dist::ReduceOp op) {
@@ -256,8 +264,7 @@ absl::Status Trainer::LoadOptimizerState(const optim::NamedTensors& whole, int64
       }
     }
   }
-  optim::Optimizer& optimizer = zero_ != nullptr ? zero_->optimizer() : *optimizer_;
-  return optimizer.LoadState(mine, step_count);
+  return LocalOptimizer().LoadState(mine, step_count);
 }
 
 }  // namespace ringmaster::engine
