@@ -73,13 +73,22 @@ int RunCheckpoints(JobStub& stub, const GlobalOptions& global, const Checkpoints
     PrintJsonLine(response, console.out);
     return kExitOk;
   }
-  Table table({"STEP", "GEN", "COMPLETE", "STAGES", "SIZE", "COMMITTED", "PATH"});
+  Table table({"STEP", "GEN", "STATUS", "STAGES", "SIZE", "COMMITTED", "PATH"});
+  std::vector<const v1::CheckpointInfo*> damaged;
   for (const v1::CheckpointInfo& c : response.checkpoints()) {
-    table.AddRow({absl::StrCat(c.step()), absl::StrCat(c.generation()), c.complete() ? "yes" : "no",
-                  absl::StrCat(c.shards_size(), "/", c.pipeline_stages()), FormatBytes(c.total_bytes()),
+    std::string status = !c.complete() ? "incomplete" : c.damage().empty() ? "good" : "BAD";
+    if (!c.damage().empty()) damaged.push_back(&c);
+    // A whole-model checkpoint holds every stage in one shard.
+    std::string stages = c.whole_model() ? absl::StrCat("all ", c.pipeline_stages())
+                                         : absl::StrCat(c.shards_size(), "/", c.pipeline_stages());
+    table.AddRow({absl::StrCat(c.step()), absl::StrCat(c.generation()), status, stages, FormatBytes(c.total_bytes()),
                   FormatTimestamp(c.commit_time()), c.path()});
   }
   table.Render(console.out);
+  for (const v1::CheckpointInfo* c : damaged) {
+    console.out << "step " << c->step() << " (generation " << c->generation() << ") is damaged, never resumed from: "
+                << c->damage() << "\n";
+  }
   return kExitOk;
 }
 

@@ -55,6 +55,7 @@ void PrintJob(const v1::Job& job, absl::Time now, std::ostream& out) {
   if (!job.reason().empty()) absl::StrAppend(&state, " (", job.reason(), ")");
   PrintField(out, "State", state);
   if (!job.message().empty()) PrintField(out, "Message", job.message());
+  if (!job.unschedulable().empty()) PrintField(out, "Unschedulable", job.unschedulable());
   PrintField(out, "Priority", absl::StrCat(job.spec().priority()));
   PrintField(out, "Generation", absl::StrCat(job.generation(), " (", job.restarts(), " restarts)"));
   PrintField(out, "Submitted", absl::StrCat(FormatTimestamp(job.submit_time()), " (", FormatAge(job.submit_time(), now),

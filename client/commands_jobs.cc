@@ -55,12 +55,20 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
   }
   Table table({"ID", "NAME", "STATE", "PRIORITY", "GEN", "RANKS", "AGE", "PROGRESS"});
   const absl::Time now = console.clock->Now();
+  std::vector<const v1::Job*> unschedulable;
   for (const v1::Job& job : all.jobs()) {
-    table.AddRow({job.id(), job.spec().name(), StateName(job.state()), absl::StrCat(job.spec().priority()),
+    std::string state = StateName(job.state());
+    if (!job.unschedulable().empty()) {
+      state += " (unschedulable)";
+      unschedulable.push_back(&job);
+    }
+    table.AddRow({job.id(), job.spec().name(), state, absl::StrCat(job.spec().priority()),
                   absl::StrCat(job.generation()), FormatRanks(job), FormatAge(job.submit_time(), now),
                   FormatProgressCell(job.progress())});
   }
   table.Render(console.out);
+  // Why, under the table: the reason is a sentence, not a cell.
+  for (const v1::Job* job : unschedulable) console.out << job->id() << ": " << job->unschedulable() << "\n";
   return kExitOk;
 }
 

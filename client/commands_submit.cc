@@ -80,6 +80,7 @@ int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& o
   if (!status.ok()) {
     return ReportRpcError(status, {global.coordinator, "Submit", "", global.rpc_timeout}, console.err);
   }
+  for (const std::string& warning : response.warnings()) console.err << "ringmaster: warning: " << warning << "\n";
   if (global.output == OutputFormat::kJson) {
     PrintJsonLine(response, console.out);
   } else {

@@ -247,11 +247,23 @@ TEST_F(CommandsTest, CheckpointsTableAndJson) {
   c->set_complete(true);
   c->set_total_bytes(int64_t{3} << 20);
   *c->mutable_commit_time() = At(kT0 - 60);
+  // A newer, whole-model checkpoint of a 2-stage job that a rank found damaged.
+  v1::CheckpointInfo* bad = script().checkpoints.add_checkpoints();
+  *bad = *c;
+  bad->set_step(600);
+  bad->set_path("/ckpt/j-42/step-600");
+  bad->set_pipeline_stages(2);
+  bad->set_whole_model(true);
+  bad->set_damage("model.safetensors: SHA-256 differs from the manifest's");
   EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-42", false}, console_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "STEP  GEN  COMPLETE  STAGES  SIZE     COMMITTED             PATH\n"
-            "500   1    yes       1/1     3.0 MiB  2026-11-18T11:05:40Z  /ckpt/j-42/step-500\n");
+            "STEP  GEN  STATUS  STAGES  SIZE     COMMITTED             PATH\n"
+            "500   1    good    1/1     3.0 MiB  2026-11-18T11:05:40Z  /ckpt/j-42/step-500\n"
+            "600   1    BAD     all 2   3.0 MiB  2026-11-18T11:05:40Z  /ckpt/j-42/step-600\n"
+            "step 600 (generation 1) is damaged, never resumed from: model.safetensors: SHA-256 differs from the "
+            "manifest's\n");
   out_.str("");
+  script().checkpoints.mutable_checkpoints()->RemoveLast();
   global_.output = OutputFormat::kJson;
   EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-42", true}, console_), kExitOk);
   EXPECT_EQ(out_.str(),

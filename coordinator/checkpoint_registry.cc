@@ -83,7 +83,12 @@ absl::Status CheckpointRegistry::Validate(const ShardCommit& c) {
     return Invalid("pipeline_stage",
                    absl::StrCat("must be in [0, ", c.pipeline_stages, "), got ", c.pipeline_stage));
   }
-  // Data-parallel rank 0 of stage s is global rank s (rank_layout.h).
+  if (c.whole_model && c.pipeline_stage != 0) {
+    return Invalid("pipeline_stage", absl::StrCat("a whole-model checkpoint is committed as stage 0, got ",
+                                                  c.pipeline_stage));
+  }
+  // Data-parallel rank 0 of stage s is global rank s (common/rank_layout.h);
+  // global rank 0 writes a whole-model checkpoint.
   if (c.rank != c.pipeline_stage) {
     return Invalid("rank", absl::StrCat("only data-parallel rank 0 of stage ", c.pipeline_stage, " (global rank ",
                                         c.pipeline_stage, ") commits its shard, got rank ", c.rank));
@@ -127,6 +132,13 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
       return Invalid("pipeline_stages", absl::StrCat("the ", what, " has ", existing.info.pipeline_stages(),
                                                      " stages, got ", commit.pipeline_stages));
     }
+    if (existing.info.whole_model() != commit.whole_model) {
+      return Invalid("whole_model", absl::StrCat("the ", what, " is ",
+                                                 existing.info.whole_model() ? "a whole-model checkpoint"
+                                                                             : "committed a shard per stage",
+                                                 ", got a commit that is ",
+                                                 commit.whole_model ? "whole-model" : "one stage's shard"));
+    }
     for (const v1::CheckpointShard& shard : existing.info.shards()) {
       if (shard.pipeline_stage() != commit.pipeline_stage) continue;
       if (!SameFiles(shard, commit.files)) {
@@ -147,6 +159,7 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
     next.info.set_step(commit.step);
     next.info.set_path(commit.path);
     next.info.set_pipeline_stages(commit.pipeline_stages);
+    next.info.set_whole_model(commit.whole_model);
   }
 
   const google::protobuf::Timestamp now = ToProtoTime(clock_->Now());
@@ -164,7 +177,7 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
   }
   next.info.set_total_bytes(total);
   *next.info.mutable_commit_time() = now;
-  next.info.set_complete(next.info.shards_size() == next.info.pipeline_stages());
+  next.info.set_complete(next.info.whole_model() || next.info.shards_size() == next.info.pipeline_stages());
 
   CheckpointWrite write;
   write.info = next.info;
@@ -174,7 +187,9 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
     std::vector<const StoredCheckpoint*> complete = {&next};
     for (const auto& [k, c] : checkpoints) {
       if (c.pruned || k == key) continue;
-      if (c.info.complete()) {
+      if (!c.info.damage().empty()) {
+        continue;  // kept for inspection; never resumed from again
+      } else if (c.info.complete()) {
         complete.push_back(&c);
       } else if (k.first < commit.generation) {
         write.prune.push_back({commit.job_id, k.first, k.second});  // can never complete
@@ -210,10 +225,33 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
   return result;
 }
 
+absl::StatusOr<bool> CheckpointRegistry::MarkDamaged(const std::string& job_id, int64_t generation, int64_t step,
+                                                     const std::string& damage, v1::JobEvent event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  StoredCheckpoint* found = nullptr;
+  if (auto job = jobs_.find(job_id); job != jobs_.end()) {
+    auto it = job->second.find({generation, step});
+    if (it != job->second.end() && !it->second.pruned) found = &it->second;
+  }
+  if (found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " has no checkpoint at step ", step, " of generation ",
+                                            generation));
+  }
+  StoredCheckpoint& c = *found;
+  if (!c.info.damage().empty()) return false;
+  const std::string why = damage.empty() ? "damaged (no reason given)" : damage;
+  const google::protobuf::Timestamp now = ToProtoTime(clock_->Now());
+  RETURN_IF_ERROR(store_->MarkCheckpointDamaged({job_id, generation, step}, why, now, std::move(event)).status());
+  c.info.set_damage(why);
+  *c.info.mutable_damage_time() = now;
+  return true;
+}
+
 absl::StatusOr<v1::CheckpointInfo> CheckpointRegistry::Latest(const std::string& job_id) const {
-  std::vector<v1::CheckpointInfo> all = List(job_id, /*include_incomplete=*/false);
-  if (all.empty()) return absl::NotFoundError(absl::StrCat("job ", job_id, " has no complete checkpoint"));
-  return all.front();
+  for (v1::CheckpointInfo& c : List(job_id, /*include_incomplete=*/false)) {
+    if (c.damage().empty()) return std::move(c);
+  }
+  return absl::NotFoundError(absl::StrCat("job ", job_id, " has no complete, undamaged checkpoint"));
 }
 
 std::vector<v1::CheckpointInfo> CheckpointRegistry::List(const std::string& job_id, bool include_incomplete) const {

@@ -7,10 +7,18 @@
 // Owns the committed checkpoints (generation, step, path, per-stage shards
 // with their files, sizes and checksums), mirrored in the Store. A
 // checkpoint is identified by (job, generation, step): a generation that
-// repeats a step after a restart writes a new checkpoint. Its writers are
-// data-parallel rank 0 of each pipeline stage, i.e. global rank == stage
-// (rank_layout.h); it is COMPLETE once every stage has committed its shard,
-// and only complete checkpoints are ever offered for resume (Latest).
+// repeats a step after a restart writes a new checkpoint. It is written in
+// one of two ways, fixed by its first commit:
+//   - whole model: global rank 0 gathered every stage and commits one shard
+//     (stage 0, whole_model); that commit completes it. This is what
+//     ringmaster-trainer does in every layout, so its checkpoints do not
+//     depend on the layout that wrote them.
+//   - a shard per stage: data-parallel rank 0 of each pipeline stage, i.e.
+//     global rank == stage (common/rank_layout.h), commits its stage; the
+//     checkpoint is COMPLETE once every stage has committed.
+// Only complete checkpoints that no rank found damaged are ever offered for
+// resume (Latest). A damaged one (MarkDamaged) stays listed, as damaged, and
+// retention leaves its files alone, for inspection.
 //
 // Retention: when a commit completes a checkpoint, the complete checkpoints
 // of the job beyond the newest `keep` (by step, then generation), and the
@@ -50,6 +58,7 @@ struct ShardCommit {
   int32_t rank = 0;
   int32_t pipeline_stage = 0;
   int32_t pipeline_stages = 1;
+  bool whole_model = false;  // the files hold every stage (pipeline_stage 0, rank 0)
   std::vector<v1::CheckpointFile> files;
 };
 
@@ -85,9 +94,17 @@ class CheckpointRegistry {
   absl::StatusOr<CommitResult> Commit(const ShardCommit& commit, int32_t keep,
                                       std::optional<v1::JobEvent> event_if_complete);
 
-  // The newest complete, unpruned checkpoint; NOT_FOUND if none.
+  // Marks a checkpoint damaged (why: `damage`) so that it is never offered
+  // again; `event` is appended to the job's timeline with it. Idempotent:
+  // marking it again changes nothing and returns false; true when this call
+  // marked it. NOT_FOUND for an unknown or pruned checkpoint.
+  absl::StatusOr<bool> MarkDamaged(const std::string& job_id, int64_t generation, int64_t step,
+                                   const std::string& damage, v1::JobEvent event);
+
+  // The newest complete, undamaged, unpruned checkpoint; NOT_FOUND if none.
   absl::StatusOr<v1::CheckpointInfo> Latest(const std::string& job_id) const;
-  // Unpruned checkpoints, newest (step, then generation) first.
+  // Unpruned checkpoints (damaged ones included, with their damage), newest
+  // (step, then generation) first.
   std::vector<v1::CheckpointInfo> List(const std::string& job_id, bool include_incomplete) const;
 
  private:

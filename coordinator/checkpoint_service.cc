@@ -19,6 +19,7 @@ grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext*
   commit.rank = request->rank();
   commit.pipeline_stage = request->pipeline_stage();
   commit.pipeline_stages = request->pipeline_stages();
+  commit.whole_model = request->whole_model();
   commit.files.assign(request->files().begin(), request->files().end());
   absl::StatusOr<CommitResult> result = controller_->CommitCheckpoint(commit);
   if (!result.ok()) return Reply(context, result.status());
@@ -35,6 +36,20 @@ grpc::ServerUnaryReactor* CheckpointService::GetLatestCheckpoint(grpc::CallbackS
   if (!latest.ok()) return Reply(context, latest.status());
   *response->mutable_checkpoint() = *std::move(latest);
   return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CheckpointService::ReportDamaged(grpc::CallbackServerContext* context,
+                                                           const v1::ReportDamagedCheckpointRequest* request,
+                                                           v1::ReportDamagedCheckpointResponse*) {
+  if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
+  DamagedCheckpoint report;
+  report.job_id = request->job_id();
+  report.generation = request->generation();
+  report.rank = request->rank();
+  report.checkpoint_generation = request->checkpoint_generation();
+  report.checkpoint_step = request->checkpoint_step();
+  report.reason = request->reason();
+  return Reply(context, controller_->ReportDamagedCheckpoint(report));
 }
 
 }  // namespace ringmaster::coordinator

@@ -2,7 +2,8 @@
 #define RINGMASTER_COORDINATOR_CHECKPOINT_SERVICE_H_
 
 // CheckpointService: the gRPC adapter of ringmaster.v1.CheckpointService
-// over JobController::CommitCheckpoint / LatestCheckpoint. Unary handlers
+// over JobController::CommitCheckpoint / LatestCheckpoint /
+// ReportDamagedCheckpoint. Unary handlers
 // answered inline (a commit is one SQLite transaction). Fencing
 // (FAILED_PRECONDITION for a generation that is over) and validation
 // (INVALID_ARGUMENT naming the field) pass through. Owns no state;
@@ -23,6 +24,9 @@ class CheckpointService final : public v1::CheckpointService::CallbackService {
   grpc::ServerUnaryReactor* GetLatestCheckpoint(grpc::CallbackServerContext* context,
                                                 const v1::GetLatestCheckpointRequest* request,
                                                 v1::GetLatestCheckpointResponse* response) override;
+  grpc::ServerUnaryReactor* ReportDamaged(grpc::CallbackServerContext* context,
+                                          const v1::ReportDamagedCheckpointRequest* request,
+                                          v1::ReportDamagedCheckpointResponse* response) override;
 
  private:
   JobController* const controller_;

@@ -137,7 +137,9 @@ absl::Status CoordinatorServer::Build() {
   RETURN_IF_ERROR(nodes_->Recover());
   checkpoints_ = std::make_unique<CheckpointRegistry>(clock_, store_.get());
   RETURN_IF_ERROR(checkpoints_->Recover());
-  rendezvous_ = std::make_unique<Rendezvous>(clock_);
+  RendezvousOptions rendezvous_options;
+  rendezvous_options.max_waiters = config_.max_rendezvous_waits;
+  rendezvous_ = std::make_unique<Rendezvous>(clock_, rendezvous_options);
   rendezvous_->SetSecrets(secrets_.get());
   registry_ = std::make_unique<MetricsRegistry>();
   ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get(), clock_));
@@ -147,6 +149,7 @@ absl::Status CoordinatorServer::Build() {
   options.stop_grace_period = config_.stop_grace_period;
   options.checkpoint_root =
       config_.checkpoint_root.empty() ? config_.state_dir + "/checkpoints" : config_.checkpoint_root;
+  options.allowed_checkpoint_roots = config_.checkpoint_allowed_roots;
   options.on_schedule_pass = [metrics = metrics_.get()](absl::Duration d) { metrics->ObserveSchedulingPass(d); };
   controller_ = std::make_unique<JobController>(clock_, store_.get(), nodes_.get(), checkpoints_.get(),
                                                 rendezvous_.get(), options);
@@ -176,7 +179,6 @@ absl::Status CoordinatorServer::Build() {
   spdlog::info("recovered {} job(s) and {} node(s) from {}", jobs.size(), nodes_->ListNodes().size(), db);
 
   work_ = std::make_unique<Executor>(ExecutorOptions{"rm-streams", config_.worker_threads, false});
-  waits_ = std::make_unique<Executor>(ExecutorOptions{"rm-rdzv-waits", config_.max_rendezvous_waits, true});
   if (config_.tick_interval > absl::ZeroDuration()) {
     ticker_ = std::make_unique<Ticker>(config_.tick_interval, [this] { Tick(); });
   }
@@ -196,7 +198,7 @@ absl::Status CoordinatorServer::Serve() {
         metrics->CountLogLines(r.appended, r.duplicates, r.invalid);
       },
       session_options);
-  rendezvous_service_ = std::make_unique<RendezvousService>(rendezvous_.get(), waits_.get());
+  rendezvous_service_ = std::make_unique<RendezvousService>(rendezvous_.get());
   checkpoint_service_ = std::make_unique<CheckpointService>(controller_.get());
 
   RETURN_IF_ERROR(CheckBindable(config_.listen));
@@ -309,7 +311,6 @@ void CoordinatorServer::Shutdown() {
   if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + config_.shutdown_timeout));
   spdlog::debug("shutdown: server stopped");
   // Tasks left (reactors finishing) run, then the threads end.
-  if (waits_ != nullptr) waits_->Shutdown();
   if (work_ != nullptr) work_->Shutdown();
   if (metrics_http_ != nullptr) metrics_http_->Stop();
   if (server_ != nullptr) spdlog::info("coordinator stopped");

@@ -74,6 +74,8 @@ struct CoordinatorConfig {
   absl::Duration stop_grace_period = absl::Seconds(30);
   // Checkpoints of jobs that name no directory; empty: <state_dir>/checkpoints.
   std::string checkpoint_root;
+  // Further roots a spec's checkpoint.directory may lie within (absolute).
+  std::vector<std::string> checkpoint_allowed_roots;
   // Zero: no ticker thread (tests call Tick()).
   absl::Duration tick_interval = absl::Milliseconds(250);
   // Graceful shutdown: calls in flight get this long to finish.
@@ -81,7 +83,9 @@ struct CoordinatorConfig {
   // StreamLogs -f: how long after the job ends to wait for its last lines.
   absl::Duration log_follow_linger = absl::Seconds(2);
   size_t worker_threads = 4;           // executor of the stream reactors
-  size_t max_rendezvous_waits = 4096;  // GetNcclUniqueId/KvWait calls blocked at once
+  // GetNcclUniqueId/KvWait calls parked at once (no thread each); beyond it
+  // callers are told to come back after a backoff.
+  size_t max_rendezvous_waits = 65536;
 
   // Security (docs/security.md, coordinator/auth.h). With TLS (all three
   // files) a token file and a join token file are required; without TLS
@@ -154,7 +158,6 @@ class CoordinatorServer {
   std::unique_ptr<JobWatchers> watchers_;
   std::unique_ptr<NodeSessions> sessions_;
   std::unique_ptr<Executor> work_;
-  std::unique_ptr<Executor> waits_;
   std::unique_ptr<JobService> job_service_;
   std::unique_ptr<NodeService> node_service_;
   std::unique_ptr<RendezvousService> rendezvous_service_;

@@ -4,10 +4,13 @@
 #include "coordinator/job_controller.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/path_within.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 #include "coordinator/job_state_machine.h"
@@ -98,6 +101,26 @@ absl::Status JobController::CommitLocked(JobEntry& entry, JobRecord next, std::v
 
 // ---- JobService ----
 
+absl::Status JobController::CheckCheckpointRoot(const std::string& directory) const {
+  if (directory.empty()) return absl::OkStatus();
+  std::vector<std::string> roots = options_.allowed_checkpoint_roots;
+  roots.push_back(options_.checkpoint_root);
+  if (PathWithinAny(directory, roots)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "checkpoint.directory: ", directory, " is not within a checkpoint root this coordinator allows (",
+      absl::StrJoin(roots, ", "),
+      "); leave it out to use the coordinator's own, or ask the operator to allow it "
+      "(ringmaster-coordinator --checkpoint-allowed-roots)"));
+}
+
+std::string JobController::CheckpointDirLocked(const v1::Job& job) const {
+  const std::string& root =
+      job.spec().checkpoint().directory().empty() ? options_.checkpoint_root : job.spec().checkpoint().directory();
+  std::filesystem::path base = std::filesystem::path(root).lexically_normal();
+  if (!base.has_filename()) base = base.parent_path();  // "/a/b/" -> "/a/b"
+  return absl::StrCat(base.string(), "/", job.id(), "/gen-", job.generation());
+}
+
 absl::StatusOr<v1::Job> JobController::Submit(v1::JobSpec spec, const SubmitOptions& options) {
   if (options.request_id.size() > kMaxRequestIdLength) {
     return absl::InvalidArgumentError(absl::StrCat("request_id: must be at most ", kMaxRequestIdLength,
@@ -105,6 +128,7 @@ absl::StatusOr<v1::Job> JobController::Submit(v1::JobSpec spec, const SubmitOpti
   }
   ApplyDefaults(&spec);
   RETURN_IF_ERROR(ValidateJobSpec(spec));
+  RETURN_IF_ERROR(CheckCheckpointRoot(spec.checkpoint().directory()));
   if (options.validate_only) {
     v1::Job job;
     *job.mutable_spec() = std::move(spec);
@@ -133,6 +157,9 @@ absl::StatusOr<v1::Job> JobController::Submit(v1::JobSpec spec, const SubmitOpti
   }
   JobEntry& entry = jobs_[stored.job.id()];
   entry.record = std::move(stored);
+  if (std::optional<std::string> why = Unschedulable(RequestFor(entry.record), nodes_->SchedulableCapacity())) {
+    entry.record.job.set_unschedulable(*why);
+  }
   submitted.set_job_id(entry.record.job.id());
   submitted.set_sequence(1);
   NotifyJobLocked(entry, {submitted});

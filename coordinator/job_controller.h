@@ -67,9 +67,13 @@ struct JobControllerOptions {
   absl::Duration rendezvous_timeout = absl::Minutes(5);
   // Between SIGTERM and SIGKILL when ranks are stopped.
   absl::Duration stop_grace_period = absl::Seconds(30);
-  // Checkpoints go to <checkpoint_root>/<job id> unless the spec names a
-  // directory.
+  // A job's checkpoints go to <root>/<job id>/gen-<generation>, where root is
+  // checkpoint_root, or the spec's checkpoint.directory when it names one:
+  // it must then lie within checkpoint_root or one of allowed_checkpoint_roots
+  // (INVALID_ARGUMENT at submission otherwise). One job's directory is never
+  // another's.
   std::string checkpoint_root = "/var/lib/ringmaster/checkpoints";
+  std::vector<std::string> allowed_checkpoint_roots;
   // A node where a job failed this often within the cool-down is left out of
   // that job's placements for the cool-down, while the job fits elsewhere.
   NodeStrikePolicy node_strikes;
@@ -78,6 +82,9 @@ struct JobControllerOptions {
   // it must only record. May be empty.
   std::function<void(absl::Duration)> on_schedule_pass;
 };
+
+// What the scheduler sees of a job (its resources).
+JobRequest RequestFor(const JobRecord& record);
 
 struct SubmitOptions {
   std::string request_id;  // idempotency key, at most 128 characters; empty: none
@@ -91,9 +98,9 @@ struct StartOrder {
   std::string job_id;
   int64_t generation = 0;
   v1::JobSpec spec;                         // defaults applied
-  // The whole generation; one copy shared by the orders of a dispatch
-  // (a 4096-rank placement is ~1 MB in memory). Never null.
-  std::shared_ptr<const v1::Placement> placement;
+  // The generation's placement as this node needs it: every field, but
+  // only this node's ranks (a node never receives the whole placement).
+  v1::Placement placement;
   std::vector<int32_t> global_ranks;        // this node's, contiguous
   std::optional<v1::CheckpointInfo> resume_from;  // latest complete checkpoint
   std::string checkpoint_dir;
@@ -134,6 +141,27 @@ struct RankExit {
   int32_t signal = 0;      // 0 if it exited
   bool stopped_by_worker = false;
   std::string stderr_tail;
+};
+
+// A rank could not resume from the committed checkpoint it was given
+// (ReportDamagedCheckpointRequest).
+struct DamagedCheckpoint {
+  std::string job_id;
+  int64_t generation = 0;  // the reporting rank's
+  int32_t rank = 0;
+  int64_t checkpoint_generation = 0;
+  int64_t checkpoint_step = 0;
+  std::string reason;
+};
+
+// A worker could not start a generation's ranks (StartRanksResult.error).
+struct StartFailure {
+  std::string node_id;
+  std::string job_id;
+  int64_t generation = 0;
+  std::string error;
+  bool unrecoverable = false;  // the node refuses the spec: no restart can help
+  std::vector<int32_t> started;  // the ranks that did start (their exits come as usual)
 };
 
 // A rank process a worker reports as alive (RegisterNodeRequest.running_ranks).
@@ -185,6 +213,8 @@ class JobController : public RendezvousListener {
   // Applies defaults, validates (INVALID_ARGUMENT naming the field), stores
   // the job and its SUBMITTED event durably, queues it. A request_id already
   // used returns that job. validate_only: stores nothing; the job has no id.
+  // The job's `unschedulable` says why when no node registered now could
+  // ever run it (it is queued all the same).
   absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
@@ -227,9 +257,15 @@ class JobController : public RendezvousListener {
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
   // Releases the rank's slot; for the current generation: all ranks exited 0
   // -> SUCCEEDED; a failure -> RESTARTING (new generation, from the latest
-  // checkpoint) or, with no restarts left, FAILED. Reports for a generation
-  // that is over are acknowledged and ignored. OK for unknown jobs.
+  // checkpoint) or, with no restarts left, FAILED. An exit with
+  // kExitUnrecoverable (common/exit_codes.h: the rank's spec or a request it
+  // made was refused) -> FAILED at once, restarts unused. Reports for a
+  // generation that is over are acknowledged and ignored. OK for unknown jobs.
   absl::Status ReportRankExit(const RankExit& exit);
+  // A worker could not start the ranks of a generation: the slots of the
+  // ranks that never started are released; the current generation fails
+  // (restarting, or FAILED at once when unrecoverable). OK for unknown jobs.
+  absl::Status ReportStartFailure(const StartFailure& failure);
   // Records a rank's step metrics (rank 0's are the job's progress); the
   // first report of a STARTING generation makes it RUNNING. Returns true
   // when the generation is over (the rank should stop). NOT_FOUND.
@@ -246,6 +282,12 @@ class JobController : public RendezvousListener {
   absl::StatusOr<CommitResult> CommitCheckpoint(const ShardCommit& commit);
   // NOT_FOUND for an unknown job or one without a complete checkpoint.
   absl::StatusOr<v1::CheckpointInfo> LatestCheckpoint(const std::string& job_id) const;
+  // Fenced as CommitCheckpoint. Marks the checkpoint damaged (a
+  // CHECKPOINT_DAMAGED event, once) and, when the current generation resumed
+  // from it, restarts the generation from the newest good checkpoint; that
+  // restart does not count against max_restarts. NOT_FOUND for an unknown
+  // checkpoint.
+  absl::Status ReportDamagedCheckpoint(const DamagedCheckpoint& report);
 
   // ---- time ----
 
@@ -267,9 +309,20 @@ class JobController : public RendezvousListener {
     absl::Time last_progress;                      // RUNNING: last step report
     absl::Time rendezvous_deadline;
     NodeStrikes strikes;  // nodes the job failed on (cool-downs)
+    // What the current generation's ranks resume from, chosen once when it
+    // is dispatched, so that every node's start order names the same
+    // checkpoint (nullopt: from scratch). Not chosen after a coordinator
+    // restart: the orders then name the latest checkpoint.
+    bool resume_chosen = false;
+    std::optional<v1::CheckpointInfo> resume_from;
   };
 
   // job_controller.cc
+  // INVALID_ARGUMENT naming checkpoint.directory unless it is empty or within
+  // an allowed root.
+  absl::Status CheckCheckpointRoot(const std::string& directory) const;
+  // <root>/<job id>/gen-<generation> of the job's current generation.
+  std::string CheckpointDirLocked(const v1::Job& job) const;
   v1::Job SnapshotLocked(const JobEntry& entry) const;
   void NotifyJobLocked(const JobEntry& entry, const std::vector<v1::JobEvent>& events);
   void NotifyStopLocked(const std::vector<StopOrder>& orders);
@@ -295,18 +348,29 @@ class JobController : public RendezvousListener {
   absl::Status PlaceLocked(JobEntry& entry, const JobPlacement& granted);
   void DispatchLocked(JobEntry& entry);
   absl::Status MarkRunningLocked(JobEntry& entry, const std::string& why);
-  // A failure of the current generation: RESTARTING, or FAILED when no
-  // restarts are left. Stops the generation's ranks (except on `lost_node`).
-  absl::Status FailGenerationLocked(JobEntry& entry, v1::JobEventKind kind, const std::string& reason,
-                                    int32_t rank = -1, const std::string& node_id = "",
-                                    const std::string& lost_node = "");
+  // One failure of a job's current generation.
+  struct GenerationFailure {
+    v1::JobEventKind kind = v1::JOB_EVENT_KIND_RANK_EXITED;
+    std::string reason;
+    int32_t rank = -1;
+    std::string node_id;    // the node it happened on (node strikes), if known
+    std::string lost_node;  // a lost node: no stop order is sent there
+    bool unrecoverable = false;  // no restart can fix it: FAILED at once
+  };
+  // A failure of the current generation: RESTARTING, or FAILED when it is
+  // unrecoverable or no restarts are left (RestartCounts says which restarts
+  // use them up). Stops the generation's ranks (except on the lost node).
+  absl::Status FailGenerationLocked(JobEntry& entry, const GenerationFailure& failure);
   std::vector<StopOrder> StopOrdersLocked(const JobEntry& entry, const std::string& reason,
                                           const std::string& skip_node) const;
   void HandleLostNodesLocked();
   void CheckProgressLocked();
-  // `placement`: the job's, when the caller has it shared already (else copied).
-  std::optional<StartOrder> StartOrderLocked(const JobEntry& entry, const std::string& node_id,
-                                             std::shared_ptr<const v1::Placement> placement = nullptr) const;
+  // OK when `generation` is the job's current, active one; FAILED_PRECONDITION
+  // ("generation 2 of job j-3 is over; current is 3") otherwise.
+  absl::Status FenceLocked(const JobEntry& entry, int64_t generation) const;
+  // The start order of the job's current generation for one node, given
+  // that node's slice of the placement (PlacementSlices).
+  StartOrder StartOrderLocked(const JobEntry& entry, const std::string& node_id, v1::Placement slice) const;
   std::vector<StartOrder> AssignmentsLocked(const std::string& node_id) const;
 
   const Clock* clock_;

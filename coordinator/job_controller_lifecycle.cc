@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/exit_codes.h"
 #include "common/status_macros.h"
 #include "coordinator/job_controller.h"
 #include "coordinator/job_state_machine.h"
@@ -19,6 +20,8 @@ namespace {
 bool Active(v1::JobState s) {
   return s == v1::JOB_STATE_PLACED || s == v1::JOB_STATE_STARTING || s == v1::JOB_STATE_RUNNING;
 }
+
+}  // namespace
 
 JobRequest RequestFor(const JobRecord& r) {
   const v1::ResourceSpec& res = r.job.spec().resources();
@@ -34,8 +37,23 @@ JobRequest RequestFor(const JobRecord& r) {
   return q;
 }
 
+namespace {
+
 std::string Hostname(const v1::Placement& p, int32_t rank) {
   return rank >= 0 && rank < p.ranks_size() ? p.ranks(rank).hostname() : "";
+}
+
+// Each node's slice of a placement, in node order: every field, and that
+// node's ranks (contiguous per node, rank_layout.h). One pass over the ranks.
+std::vector<std::pair<std::string, v1::Placement>> PlacementSlices(const v1::Placement& placement) {
+  v1::Placement shape = placement;
+  shape.clear_ranks();
+  std::vector<std::pair<std::string, v1::Placement>> slices;
+  for (const v1::RankAssignment& r : placement.ranks()) {
+    if (slices.empty() || slices.back().first != r.node_id()) slices.emplace_back(r.node_id(), shape);
+    *slices.back().second.add_ranks() = r;
+  }
+  return slices;
 }
 
 // "rank 3 on host-b exited with code 1: <last stderr line>"
@@ -120,8 +138,11 @@ void JobController::ScheduleLocked() {
     std::string message = entry.record.job.state() == v1::JOB_STATE_RESTARTING
                               ? absl::StrCat("restart pending: ", waiting.message)
                               : waiting.message;
-    if (entry.record.job.message() == message) continue;
-    entry.record.job.set_message(std::move(message));  // in memory; stored with the next transition
+    const std::string unschedulable = waiting.feasible ? "" : waiting.message;
+    if (entry.record.job.message() == message && entry.record.job.unschedulable() == unschedulable) continue;
+    // In memory; stored with the next transition.
+    entry.record.job.set_message(std::move(message));
+    entry.record.job.set_unschedulable(unschedulable);
     NotifyJobLocked(entry, {});
   }
   if (options_.on_schedule_pass) options_.on_schedule_pass(clock_->Now() - pass_start);
@@ -156,6 +177,7 @@ absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& gra
                                          granted.backfilled ? ", backfilled" : "");
   JobRecord next = entry.record;
   next.job.set_generation(gen);
+  next.job.clear_unschedulable();
   v1::JobEvent event;
   if (job.state() == v1::JOB_STATE_QUEUED) {
     next.job.set_state(v1::JOB_STATE_PLACED);
@@ -163,12 +185,15 @@ absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& gra
     event = MakeEvent(entry, v1::JOB_EVENT_KIND_PLACED, v1::JOB_STATE_PLACED, next.job.message());
   } else {  // RESTARTING: the new generation's placement goes with RESTARTING -> STARTING
     next.job.set_state(v1::JOB_STATE_STARTING);
-    next.job.set_restarts(job.restarts() + 1);
+    const bool counted = RestartCounts(job.reason());
+    if (counted) next.job.set_restarts(job.restarts() + 1);
     absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
-    next.job.set_message(absl::StrCat("restart ", next.job.restarts(), " of ", spec.restart().max_restarts(),
-                                      ": generation ", gen, " on ", where, "; ",
-                                      resume.ok() ? absl::StrCat("resuming from step ", resume->step())
-                                                  : std::string("starting from scratch")));
+    next.job.set_message(absl::StrCat(
+        counted ? absl::StrCat("restart ", next.job.restarts(), " of ", spec.restart().max_restarts())
+                : absl::StrCat("restart after ", job.reason(), " (not counted against max_restarts ",
+                               spec.restart().max_restarts(), ")"),
+        ": generation ", gen, " on ", where, "; ",
+        resume.ok() ? absl::StrCat("resuming from step ", resume->step()) : std::string("starting from scratch")));
     event = MakeEvent(entry, v1::JOB_EVENT_KIND_RESTARTING, v1::JOB_STATE_STARTING, next.job.message());
   }
   event.set_generation(gen);
@@ -180,14 +205,11 @@ absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& gra
   return absl::OkStatus();
 }
 
-std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry, const std::string& node_id,
-                                                          std::shared_ptr<const v1::Placement> placement) const {
+StartOrder JobController::StartOrderLocked(const JobEntry& entry, const std::string& node_id,
+                                          v1::Placement slice) const {
   const v1::Job& job = entry.record.job;
   StartOrder order;
-  for (const v1::RankAssignment& r : job.placement().ranks()) {
-    if (r.node_id() == node_id) order.global_ranks.push_back(r.global_rank());
-  }
-  if (order.global_ranks.empty()) return std::nullopt;
+  for (const v1::RankAssignment& r : slice.ranks()) order.global_ranks.push_back(r.global_rank());
   order.node_id = node_id;
   order.job_id = job.id();
   order.generation = job.generation();
@@ -195,17 +217,16 @@ std::optional<StartOrder> JobController::StartOrderLocked(const JobEntry& entry,
   // The generation's own shape (an elastic job may run on fewer nodes).
   order.spec.mutable_resources()->set_nodes(job.placement().nodes());
   order.spec.mutable_parallelism()->set_data(job.placement().data_parallel_size());
-  order.placement =
-      placement != nullptr ? std::move(placement) : std::make_shared<const v1::Placement>(job.placement());
-  absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
-  if (resume.ok()) order.resume_from = *std::move(resume);
+  order.placement = std::move(slice);
+  if (entry.resume_chosen) {
+    order.resume_from = entry.resume_from;
+  } else if (absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id()); resume.ok()) {
+    order.resume_from = *std::move(resume);
+  }
   // Each generation writes into its own directory: a cut-off rank of an older
   // generation (a partitioned node keeps running) can never overwrite a
   // checkpoint the current one committed. Resuming reads the recorded path.
-  order.checkpoint_dir = absl::StrCat(!job.spec().checkpoint().directory().empty()
-                                          ? job.spec().checkpoint().directory()
-                                          : absl::StrCat(options_.checkpoint_root, "/", job.id()),
-                                      "/gen-", job.generation());
+  order.checkpoint_dir = CheckpointDirLocked(job);
   order.rendezvous_deadline = entry.rendezvous_deadline;
   order.rendezvous_secret = rendezvous_->Secret(job.id(), job.generation());
   return order;
@@ -216,22 +237,21 @@ void JobController::DispatchLocked(JobEntry& entry) {
   entry.progress.clear();
   entry.exited_ok.clear();
   entry.rendezvous_deadline = clock_->Now() + options_.rendezvous_timeout;
+  absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
+  entry.resume_chosen = true;
+  entry.resume_from = resume.ok() ? std::optional<v1::CheckpointInfo>(*std::move(resume)) : std::nullopt;
   rendezvous_->BeginGeneration(job.id(), job.generation(), job.placement().world_size(), entry.rendezvous_deadline);
-  std::vector<std::string> node_ids;
-  for (const v1::RankAssignment& r : job.placement().ranks()) {
-    if (node_ids.empty() || node_ids.back() != r.node_id()) node_ids.push_back(r.node_id());
+  std::vector<std::pair<std::string, v1::Placement>> slices = PlacementSlices(job.placement());
+  for (auto& [node_id, slice] : slices) {
+    const StartOrder order = StartOrderLocked(entry, node_id, std::move(slice));
+    for (JobListener* l : listeners_) l->OnStartRanks(order);
   }
-  // One copy of the placement for every node's order (not one per node).
-  const auto placement = std::make_shared<const v1::Placement>(job.placement());
-  for (const std::string& node_id : node_ids) {
-    std::optional<StartOrder> order = StartOrderLocked(entry, node_id, placement);
-    for (JobListener* l : listeners_) l->OnStartRanks(*order);
-  }
+  const size_t node_count = slices.size();
   if (job.state() != v1::JOB_STATE_PLACED) return;
   JobRecord next = entry.record;
   next.job.set_state(v1::JOB_STATE_STARTING);
-  next.job.set_message(absl::StrCat("starting ", job.placement().world_size(), " ranks on ", node_ids.size(),
-                                    node_ids.size() == 1 ? " node" : " nodes", "; rendezvous deadline in ",
+  next.job.set_message(absl::StrCat("starting ", job.placement().world_size(), " ranks on ", node_count,
+                                    node_count == 1 ? " node" : " nodes", "; rendezvous deadline in ",
                                     absl::FormatDuration(options_.rendezvous_timeout)));
   v1::JobEvent event = MakeEvent(entry, v1::JOB_EVENT_KIND_STARTING, v1::JOB_STATE_STARTING, next.job.message());
   if (absl::Status s = CommitLocked(entry, std::move(next), {event}); !s.ok()) {
@@ -273,15 +293,13 @@ std::vector<StopOrder> JobController::StopOrdersLocked(const JobEntry& entry, co
   return orders;
 }
 
-absl::Status JobController::FailGenerationLocked(JobEntry& entry, v1::JobEventKind kind, const std::string& reason,
-                                                 int32_t rank, const std::string& node_id,
-                                                 const std::string& lost_node) {
+absl::Status JobController::FailGenerationLocked(JobEntry& entry, const GenerationFailure& failure) {
   const v1::Job& job = entry.record.job;
   if (!Active(job.state())) return absl::OkStatus();
-  std::string why = reason;
-  const std::string blamed = !lost_node.empty() ? lost_node : node_id;
-  if ((kind == v1::JOB_EVENT_KIND_RANK_EXITED || kind == v1::JOB_EVENT_KIND_NODE_LOST) && !blamed.empty() &&
-      entry.strikes.Record(blamed, clock_->Now(), options_.node_strikes) &&
+  std::string why = failure.reason;
+  const std::string blamed = !failure.lost_node.empty() ? failure.lost_node : failure.node_id;
+  if ((failure.kind == v1::JOB_EVENT_KIND_RANK_EXITED || failure.kind == v1::JOB_EVENT_KIND_NODE_LOST) &&
+      !failure.unrecoverable && !blamed.empty() && entry.strikes.Record(blamed, clock_->Now(), options_.node_strikes) &&
       ExcludedNodesLocked(entry, nodes_->SchedulableCapacity()).count(blamed) > 0) {
     absl::StatusOr<v1::NodeInfo> info = nodes_->GetNode(blamed);
     absl::StrAppend(&why, "; node ", info.ok() ? info->hostname() : blamed, " is left out of this job for ",
@@ -289,25 +307,31 @@ absl::Status JobController::FailGenerationLocked(JobEntry& entry, v1::JobEventKi
                     " failures)");
   }
   const int32_t max_restarts = job.spec().restart().max_restarts();
-  // A coordinator restart is not the job's fault: always restart.
-  const bool give_up = kind != v1::JOB_EVENT_KIND_RECOVERED && job.restarts() >= max_restarts;
+  const std::string reason_code = failure.unrecoverable ? "Unrecoverable" : ReasonCode(failure.kind);
+  const bool counted = RestartCounts(reason_code);
+  const bool give_up = failure.unrecoverable || (counted && job.restarts() >= max_restarts);
   JobRecord next = entry.record;
-  next.job.set_reason(ReasonCode(kind));
+  next.job.set_reason(reason_code);
   std::string stop_reason;
   v1::JobEvent event;
   if (give_up) {
     next.job.set_state(v1::JOB_STATE_FAILED);
-    next.job.set_message(absl::StrCat(why, "; no restarts left (max_restarts ", max_restarts, ")"));
+    next.job.set_message(absl::StrCat(why, failure.unrecoverable
+                                               ? "; not restarted: a restart cannot fix this"
+                                               : absl::StrCat("; no restarts left (max_restarts ", max_restarts, ")")));
     *next.job.mutable_end_time() = ToProtoTime(clock_->Now());
-    event = MakeEvent(entry, kind, v1::JOB_STATE_FAILED, next.job.message(), rank, node_id);
+    event = MakeEvent(entry, failure.kind, v1::JOB_STATE_FAILED, next.job.message(), failure.rank, failure.node_id);
     stop_reason = absl::StrCat("job failed: ", why);
   } else {
     next.job.set_state(v1::JOB_STATE_RESTARTING);
-    next.job.set_message(absl::StrCat(why, "; restarting (restart ", job.restarts() + 1, " of ", max_restarts, ")"));
-    event = MakeEvent(entry, kind, v1::JOB_STATE_RESTARTING, next.job.message(), rank, node_id);
+    next.job.set_message(absl::StrCat(
+        why, counted ? absl::StrCat("; restarting (restart ", job.restarts() + 1, " of ", max_restarts, ")")
+                     : std::string("; restarting (not counted against max_restarts)")));
+    event = MakeEvent(entry, failure.kind, v1::JOB_STATE_RESTARTING, next.job.message(), failure.rank,
+                      failure.node_id);
     stop_reason = absl::StrCat("generation ", job.generation(), " restarting: ", why);
   }
-  std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, lost_node);
+  std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, failure.lost_node);
   for (StopOrder& order : stop) order.dump_state = true;
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
   rendezvous_->EndGeneration(entry.record.job.id(), entry.record.job.generation());
@@ -325,8 +349,12 @@ absl::Status JobController::ReportRankExit(const RankExit& exit) {
   const std::string hostname = Hostname(job.placement(), exit.global_rank);
   const bool success = exit.exit_code == 0 && exit.signal == 0 && !exit.stopped_by_worker;
   if (!success) {
-    return FailGenerationLocked(*entry, v1::JOB_EVENT_KIND_RANK_EXITED, DescribeExit(exit, hostname),
-                                exit.global_rank, exit.node_id);
+    GenerationFailure failure;
+    failure.reason = DescribeExit(exit, hostname);
+    failure.rank = exit.global_rank;
+    failure.node_id = exit.node_id;
+    failure.unrecoverable = exit.exit_code == kExitUnrecoverable && exit.signal == 0 && !exit.stopped_by_worker;
+    return FailGenerationLocked(*entry, failure);
   }
   entry->exited_ok.insert(exit.global_rank);
   if (static_cast<int32_t>(entry->exited_ok.size()) < job.placement().world_size()) return absl::OkStatus();
@@ -344,6 +372,27 @@ absl::Status JobController::ReportRankExit(const RankExit& exit) {
   RETURN_IF_ERROR(CommitLocked(*entry, std::move(next), std::move(events)));
   rendezvous_->EndGeneration(exit.job_id, exit.generation);
   return absl::OkStatus();
+}
+
+absl::Status JobController::ReportStartFailure(const StartFailure& failure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Ranks that never started report no exit: their slots go now.
+  for (const RankSlot& slot : nodes_->SlotsOn(failure.node_id)) {
+    if (slot.job_id != failure.job_id || slot.generation != failure.generation) continue;
+    if (std::find(failure.started.begin(), failure.started.end(), slot.global_rank) != failure.started.end()) continue;
+    nodes_->Release(failure.node_id, slot.job_id, slot.generation, slot.global_rank);
+  }
+  JobEntry* entry = FindLocked(failure.job_id);
+  if (entry == nullptr) return absl::OkStatus();
+  const v1::Job& job = entry->record.job;
+  if (failure.generation != job.generation() || !Active(job.state())) return absl::OkStatus();
+  absl::StatusOr<v1::NodeInfo> node = nodes_->GetNode(failure.node_id);
+  GenerationFailure f;
+  f.reason = absl::StrCat("the worker on ", node.ok() ? node->hostname() : failure.node_id,
+                          " could not start its ranks: ", failure.error);
+  f.node_id = failure.node_id;
+  f.unrecoverable = failure.unrecoverable;
+  return FailGenerationLocked(*entry, f);
 }
 
 absl::StatusOr<bool> JobController::ReportProgress(const std::string& job_id, int64_t generation,
@@ -371,23 +420,29 @@ absl::StatusOr<bool> JobController::ReportProgress(const std::string& job_id, in
 
 // ---- checkpoints ----
 
+absl::Status JobController::FenceLocked(const JobEntry& entry, int64_t generation) const {
+  const v1::Job& job = entry.record.job;
+  if (generation < job.generation()) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " of job ", job.id(),
+                                                      " is over; current is ", job.generation()));
+  }
+  if (generation > job.generation()) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " of job ", job.id(),
+                                                      " is not known; current is ", job.generation()));
+  }
+  if (!Active(job.state())) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " of job ", job.id(),
+                                                      " is over (the job is ", StateName(job.state()), ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CommitResult> JobController::CommitCheckpoint(const ShardCommit& commit) {
   std::lock_guard<std::mutex> lock(mu_);
   JobEntry* entry = FindLocked(commit.job_id);
   if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", commit.job_id, " not found"));
+  RETURN_IF_ERROR(FenceLocked(*entry, commit.generation));
   const v1::Job& job = entry->record.job;
-  if (commit.generation < job.generation()) {
-    return absl::FailedPreconditionError(absl::StrCat("generation ", commit.generation, " of job ", job.id(),
-                                                      " is over; current is ", job.generation()));
-  }
-  if (commit.generation > job.generation()) {
-    return absl::FailedPreconditionError(absl::StrCat("generation ", commit.generation, " of job ", job.id(),
-                                                      " is not known; current is ", job.generation()));
-  }
-  if (!Active(job.state())) {
-    return absl::FailedPreconditionError(absl::StrCat("generation ", commit.generation, " of job ", job.id(),
-                                                      " is over (the job is ", StateName(job.state()), ")"));
-  }
   const int32_t stages = job.spec().parallelism().pipeline();
   if (commit.pipeline_stages != stages) {
     return absl::InvalidArgumentError(absl::StrCat("pipeline_stages: job ", job.id(), " has ", stages,
@@ -400,6 +455,34 @@ absl::StatusOr<CommitResult> JobController::CommitCheckpoint(const ShardCommit& 
   return result;
 }
 
+absl::Status JobController::ReportDamagedCheckpoint(const DamagedCheckpoint& report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobEntry* entry = FindLocked(report.job_id);
+  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", report.job_id, " not found"));
+  RETURN_IF_ERROR(FenceLocked(*entry, report.generation));
+  const v1::Job& job = entry->record.job;
+  const std::string reason = report.reason.substr(0, 1024);
+  const std::string what = absl::StrCat("checkpoint at step ", report.checkpoint_step, " (generation ",
+                                        report.checkpoint_generation, ")");
+  v1::JobEvent event = MakeEvent(*entry, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED, job.state(),
+                                 absl::StrCat(what, " is damaged (rank ", report.rank, "): ", reason), report.rank);
+  ASSIGN_OR_RETURN(bool marked, checkpoints_->MarkDamaged(report.job_id, report.checkpoint_generation,
+                                                          report.checkpoint_step, reason, event));
+  if (marked) NotifyJobLocked(*entry, {});
+  const bool resumed_from_it = entry->resume_chosen && entry->resume_from.has_value() &&
+                               entry->resume_from->generation() == report.checkpoint_generation &&
+                               entry->resume_from->step() == report.checkpoint_step;
+  if (!resumed_from_it) return absl::OkStatus();
+  absl::StatusOr<v1::CheckpointInfo> next = checkpoints_->Latest(job.id());
+  return FailGenerationLocked(
+      *entry, {v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED,
+               absl::StrCat("rank ", report.rank, " cannot resume from the ", what, ": ", reason, "; ",
+                            next.ok() ? absl::StrCat("the next generation resumes from step ", next->step())
+                                      : std::string("no good checkpoint is left: the next generation starts from "
+                                                    "step 0")),
+               report.rank});
+}
+
 // ---- time ----
 
 void JobController::CheckProgressLocked() {
@@ -408,8 +491,9 @@ void JobController::CheckProgressLocked() {
     if (entry.record.job.state() != v1::JOB_STATE_RUNNING) continue;
     const int32_t seconds = entry.record.job.spec().restart().progress_timeout_seconds();
     if (seconds <= 0 || now - entry.last_progress < absl::Seconds(seconds)) continue;
-    absl::Status s = FailGenerationLocked(entry, v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
-                                          absl::StrCat("no step progress for ", absl::FormatDuration(now - entry.last_progress)));
+    absl::Status s = FailGenerationLocked(
+        entry, {v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
+                absl::StrCat("no step progress for ", absl::FormatDuration(now - entry.last_progress))});
     if (!s.ok()) spdlog::error("job {}: progress timeout not applied: {}", id, s.ToString());
   }
 }
@@ -437,7 +521,7 @@ void JobController::OnRendezvousFailed(const std::string& job_id, int64_t genera
   std::lock_guard<std::mutex> lock(mu_);
   JobEntry* entry = FindLocked(job_id);
   if (entry == nullptr || entry->record.job.generation() != generation) return;
-  absl::Status s = FailGenerationLocked(*entry, v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT, reason);
+  absl::Status s = FailGenerationLocked(*entry, {v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT, reason});
   if (!s.ok()) spdlog::error("job {}: rendezvous failure not applied: {}", job_id, s.ToString());
 }
 

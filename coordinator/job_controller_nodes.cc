@@ -76,8 +76,8 @@ absl::Status JobController::Recover() {
       // Its rendezvous state (published NCCL ids, keys) died with the old
       // coordinator: start the generation again.
       RETURN_IF_ERROR(FailGenerationLocked(
-          entry, v1::JOB_EVENT_KIND_RECOVERED,
-          absl::StrCat("coordinator restarted during the rendezvous of generation ", job.generation())));
+          entry, {v1::JOB_EVENT_KIND_RECOVERED,
+                  absl::StrCat("coordinator restarted during the rendezvous of generation ", job.generation())}));
     } else {
       rendezvous_->EndGeneration(id, job.generation());  // RESTARTING or terminal: fenced
     }
@@ -131,9 +131,10 @@ absl::StatusOr<NodeRegistrationResult> JobController::RegisterNode(const v1::Nod
   for (const auto& [job_id, rank] : vanished) {
     JobEntry& entry = jobs_.at(job_id);
     absl::Status s = FailGenerationLocked(
-        entry, v1::JOB_EVENT_KIND_RANK_EXITED,
-        absl::StrCat("rank ", rank, " is not running after the worker on ", node.hostname(), " registered again"),
-        rank, node_id);
+        entry, {v1::JOB_EVENT_KIND_RANK_EXITED,
+                absl::StrCat("rank ", rank, " is not running after the worker on ", node.hostname(),
+                             " registered again"),
+                rank, node_id});
     if (!s.ok()) spdlog::error("job {}: failure not applied: {}", job_id, s.ToString());
   }
   return result;
@@ -154,8 +155,12 @@ std::vector<StartOrder> JobController::AssignmentsLocked(const std::string& node
   std::vector<StartOrder> orders;
   for (const auto& [id, entry] : jobs_) {
     if (!Active(entry.record.job.state())) continue;
-    std::optional<StartOrder> order = StartOrderLocked(entry, node_id);
-    if (order.has_value()) orders.push_back(*std::move(order));
+    v1::Placement slice = entry.record.job.placement();
+    slice.clear_ranks();
+    for (const v1::RankAssignment& r : entry.record.job.placement().ranks()) {
+      if (r.node_id() == node_id) *slice.add_ranks() = r;
+    }
+    if (slice.ranks_size() > 0) orders.push_back(StartOrderLocked(entry, node_id, std::move(slice)));
   }
   return orders;
 }
@@ -177,10 +182,10 @@ void JobController::HandleLostNodesLocked() {
       for (const v1::RankAssignment& r : job.placement().ranks()) here |= r.node_id() == node_id;
       if (!here) continue;
       absl::Status s = FailGenerationLocked(
-          entry, v1::JOB_EVENT_KIND_NODE_LOST,
-          absl::StrCat("node ", host, " (", node_id, ") lost: no heartbeat for ",
-                       absl::FormatDuration(nodes_->lease_duration())),
-          -1, node_id, /*lost_node=*/node_id);
+          entry, {v1::JOB_EVENT_KIND_NODE_LOST,
+                  absl::StrCat("node ", host, " (", node_id, ") lost: no heartbeat for ",
+                               absl::FormatDuration(nodes_->lease_duration())),
+                  -1, node_id, /*lost_node=*/node_id});
       if (!s.ok()) {
         spdlog::error("job {}: node loss not applied (retrying next tick): {}", job_id, s.ToString());
         handled = false;

@@ -271,7 +271,18 @@ TEST_F(JobControllerTest, NodeSelectorAndDeviceKindAreHonoured) {
   std::string cpu_job = MustSubmit(MakeSpec(1, 4, v1::ResourceSpec::CPU));
   controller_->ScheduleNow();
   EXPECT_EQ(State(gpu_job), v1::JOB_STATE_QUEUED);
-  EXPECT_EQ(MustGet(gpu_job).message(), "needs 1 node with 1 free GPU each; only 0 schedulable nodes could ever hold that");
+  const std::string why =
+      "needs 1 node with 1 free GPU each; only 0 schedulable nodes could ever hold that (no node has a GPU: set "
+      "resources.device: cpu to use CPU slots)";
+  EXPECT_EQ(MustGet(gpu_job).message(), why);
+  EXPECT_EQ(MustGet(gpu_job).unschedulable(), why) << "shown in jobs and describe while it waits";
+  EXPECT_EQ(MustGet(cpu_job).unschedulable(), "");
+  // Known at submission already (submit warns), and gone once it could run.
+  std::string another = MustSubmit(MakeSpec(1, 1));
+  EXPECT_EQ(MustGet(another).unschedulable(), why);
+  AddNode("gpu-a", 1);
+  controller_->ScheduleNow();
+  EXPECT_EQ(MustGet(gpu_job).unschedulable(), "");
   ASSERT_EQ(State(cpu_job), v1::JOB_STATE_STARTING);
   EXPECT_EQ(MustGet(cpu_job).placement().ranks(3).gpu_uuid(), "");
   EXPECT_EQ(nodes_->GetNode(MustGet(cpu_job).placement().ranks(0).node_id())->free_cpu_slots(), 12);

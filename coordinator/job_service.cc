@@ -1,5 +1,7 @@
 #include "coordinator/job_service.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -36,6 +38,10 @@ grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* contex
   options.user = CallerOf(*context).user;  // the job's owner
   absl::StatusOr<v1::Job> job = controller_->Submit(request->spec(), options);
   if (!job.ok()) return Reply(context, job.status());
+  if (!job->unschedulable().empty()) {
+    response->add_warnings(absl::StrCat("no node registered now could run this job: ", job->unschedulable(),
+                                        "; it stays queued until one registers"));
+  }
   *response->mutable_job() = *std::move(job);
   if (!options.validate_only && poke_) poke_();
   return Reply(context, absl::OkStatus());

@@ -62,9 +62,16 @@ std::string ReasonCode(v1::JobEventKind kind) {
       return "CoordinatorRestarted";
     case v1::JOB_EVENT_KIND_FAILED:
       return "Failed";
+    case v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED:
+      return "CheckpointDamaged";
     default:
       return "";
   }
+}
+
+bool RestartCounts(const std::string& reason) {
+  return reason != ReasonCode(v1::JOB_EVENT_KIND_RECOVERED) &&
+         reason != ReasonCode(v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED);
 }
 
 }  // namespace ringmaster::coordinator

@@ -34,6 +34,10 @@ std::string StateName(v1::JobState state);
 // Job.reason for an event kind: "RankExited", "NodeLost", ...; empty for
 // kinds that are not causes.
 std::string ReasonCode(v1::JobEventKind kind);
+// Whether a restart whose cause is `reason` (a Job.reason, ReasonCode) uses
+// up one of restart.max_restarts. A coordinator restart or a damaged
+// checkpoint is not the job's doing: those restarts are free.
+bool RestartCounts(const std::string& reason);
 
 }  // namespace ringmaster::coordinator
 

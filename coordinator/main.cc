@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--checkpoint-root", flags.config.checkpoint_root,
                  "Checkpoints of jobs that name no directory (default: <state-dir>/checkpoints)");
+  app.add_option("--checkpoint-allowed-roots", flags.config.checkpoint_allowed_roots,
+                 "Further directories a job's checkpoint.directory may lie within (comma-separated; absolute)")
+      ->delimiter(',');
   // Security (docs/security.md): without TLS, --listen must be loopback.
   app.add_option("--tls-ca", flags.config.tls.ca_file, "CA bundle (PEM) that workers' client certificates chain to");
   app.add_option("--tls-cert", flags.config.tls.cert_file, "The coordinator's server certificate (PEM)");

@@ -2,16 +2,8 @@
 #define RINGMASTER_COORDINATOR_ORDERS_PROTO_H_
 
 // The JobController's start/stop orders as NodeService messages. Pure
-// functions; thread-safe.
-//
-// A StartRanks carries the whole generation's placement (~330 KB on the wire
-// for 4096 ranks), and a dispatch makes one per node. Copying it as a message
-// into each of them cost 512 x 4096 RankAssignment copies (seconds, ~600 MB
-// at 512 nodes: bench/RESULTS.md), so the placement goes in serialized, once
-// per shared placement: as the bytes of field `placement` in the message's
-// unknown fields, which serialize verbatim. On the wire (and for the worker)
-// it is the same StartRanks; in this process, `placement()` of the returned
-// message is empty.
+// functions; thread-safe. A StartRanks carries only its node's slice of the
+// placement (8 ranks on a DGX node, not the whole generation).
 
 #include "coordinator/job_controller.h"
 #include "proto/node_service.pb.h"

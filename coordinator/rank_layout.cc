@@ -1,6 +1,7 @@
 #include "coordinator/rank_layout.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/rank_layout.h"
 
 namespace ringmaster::coordinator {
 
@@ -39,8 +40,9 @@ absl::StatusOr<v1::Placement> BuildPlacement(int64_t generation, int32_t ranks_p
       r->set_node_rank(node_rank);
       r->set_node_id(grant.node_id);
       r->set_hostname(grant.hostname);
-      r->set_pipeline_rank(global % pipeline);
-      r->set_data_rank(global / pipeline);
+      const GridPosition position = GridPositionOf(global, pipeline);
+      r->set_pipeline_rank(position.pipeline);
+      r->set_data_rank(position.data);
       if (cuda) r->set_gpu_uuid(grant.gpu_uuids[local]);
     }
   }

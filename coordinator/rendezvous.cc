@@ -1,7 +1,7 @@
 #include "coordinator/rendezvous.h"
 
 #include <algorithm>
-#include <chrono>
+#include <future>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -11,10 +11,6 @@
 
 namespace ringmaster::coordinator {
 namespace {
-
-// Longest single condition-variable wait; a waiter re-reads the clock at
-// least this often even if nobody wakes it.
-constexpr absl::Duration kMaxSingleWait = absl::Minutes(1);
 
 std::string MissingRanks(int32_t world_size, const std::set<int32_t>& joined) {
   std::vector<int32_t> missing;
@@ -26,6 +22,14 @@ std::string MissingRanks(int32_t world_size, const std::set<int32_t>& joined) {
                         " more");
   }
   return absl::StrJoin(missing, ", ");
+}
+
+// `"a", "b" and 3 more`: at most 8 quoted names.
+std::string QuotedList(const std::vector<std::string>& names) {
+  std::vector<std::string> quoted;
+  for (size_t i = 0; i < names.size() && i < 8; ++i) quoted.push_back(absl::StrCat("\"", names[i], "\""));
+  return absl::StrCat(absl::StrJoin(quoted, ", "),
+                      names.size() > 8 ? absl::StrCat(" and ", names.size() - 8, " more") : "");
 }
 
 }  // namespace
@@ -41,38 +45,48 @@ absl::Status Rendezvous::CheckSecret(const RendezvousScope& scope) const {
   return secrets_->Check(scope.job_id, scope.generation, scope.secret);
 }
 
+// ---- the JobController's side ----
+
 void Rendezvous::BeginGeneration(const std::string& job_id, int64_t generation, int32_t world_size,
                                  absl::Time deadline, bool already_complete) {
-  std::lock_guard<std::mutex> lock(mu_);
-  JobRendezvous& job = jobs_[job_id];
-  if (generation <= job.current) return;
-  job.current = generation;
-  job.gen = std::make_unique<Generation>();
-  job.gen->number = generation;
-  job.gen->world_size = world_size;
-  job.gen->deadline = deadline;
-  if (already_complete) {
-    for (int32_t r = 0; r < world_size; ++r) job.gen->joined.insert(r);
-    job.gen->complete = true;
+  Outbox out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    JobRendezvous& job = jobs_[job_id];
+    if (generation <= job.current) return;
+    std::unique_ptr<Generation> old = std::move(job.gen);
+    job.current = generation;
+    job.gen = std::make_unique<Generation>();
+    job.gen->number = generation;
+    job.gen->world_size = world_size;
+    job.gen->deadline = deadline;
+    if (already_complete) {
+      for (int32_t r = 0; r < world_size; ++r) job.gen->joined.insert(r);
+      job.gen->complete = true;
+    }
+    if (old != nullptr) DropWaitersLocked(job_id, old.get(), &out);
   }
-  cv_.notify_all();  // waiters of the old generation fail their fencing check
+  Deliver(out);
 }
 
 void Rendezvous::EndGeneration(const std::string& job_id, int64_t generation) {
-  std::lock_guard<std::mutex> lock(mu_);
-  JobRendezvous& job = jobs_[job_id];
-  if (generation < job.current) return;
-  job.current = generation;
-  job.gen.reset();
-  cv_.notify_all();
+  Outbox out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    JobRendezvous& job = jobs_[job_id];
+    if (generation < job.current) return;
+    std::unique_ptr<Generation> old = std::move(job.gen);
+    job.current = generation;
+    if (old != nullptr) DropWaitersLocked(job_id, old.get(), &out);
+  }
+  Deliver(out);
 }
 
-absl::StatusOr<Rendezvous::Generation*> Rendezvous::EnterLocked(const RendezvousScope& scope,
-                                                                 std::vector<Report>* reports) {
+// ---- fencing, failure, delivery ----
+
+absl::Status Rendezvous::FenceLocked(const RendezvousScope& scope) const {
   auto it = jobs_.find(scope.job_id);
-  if (it == jobs_.end()) {
-    return absl::NotFoundError(absl::StrCat("job ", scope.job_id, " has no rendezvous"));
-  }
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", scope.job_id, " has no rendezvous"));
   const JobRendezvous& job = it->second;
   if (scope.generation < job.current) {
     return absl::FailedPreconditionError(absl::StrCat("generation ", scope.generation, " of job ", scope.job_id,
@@ -82,7 +96,7 @@ absl::StatusOr<Rendezvous::Generation*> Rendezvous::EnterLocked(const Rendezvous
     return absl::FailedPreconditionError(absl::StrCat("generation ", scope.generation, " of job ", scope.job_id,
                                                       " is not known; current is ", job.current));
   }
-  Generation* gen = job.gen.get();
+  const Generation* gen = job.gen.get();
   if (gen == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("generation ", scope.generation, " of job ", scope.job_id, " is over"));
@@ -92,29 +106,72 @@ absl::StatusOr<Rendezvous::Generation*> Rendezvous::EnterLocked(const Rendezvous
         absl::StrCat("generation ", scope.generation, " of job ", scope.job_id, " failed: ", gen->failure));
   }
   if (scope.rank < 0 || scope.rank >= gen->world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank: must be in [0, ", gen->world_size, "), got ", scope.rank));
+    return absl::InvalidArgumentError(absl::StrCat("rank: must be in [0, ", gen->world_size, "), got ", scope.rank));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Rendezvous::Generation*> Rendezvous::EnterLocked(const RendezvousScope& scope, Outbox* out) {
+  RETURN_IF_ERROR(FenceLocked(scope));
+  Generation* gen = jobs_.at(scope.job_id).gen.get();
   if (gen->joined.insert(scope.rank).second && !gen->complete &&
       static_cast<int32_t>(gen->joined.size()) == gen->world_size) {
     gen->complete = true;
-    reports->push_back({scope.job_id, gen->number, false, ""});
+    out->reports.push_back({scope.job_id, gen->number, false, ""});
   }
   return gen;
 }
 
-void Rendezvous::FailLocked(const std::string& job_id, Generation* gen, const std::string& reason,
-                            std::vector<Report>* reports) {
+std::string Rendezvous::TimedOut(const Waiter& w, absl::Time now) const {
+  return absl::StrCat("rank ", w.rank, " timed out after ", absl::FormatDuration(now - w.start), " waiting for ",
+                      w.what);
+}
+
+void Rendezvous::FinishLocked(uint64_t id, absl::StatusOr<std::vector<std::string>> result, Outbox* out) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return;
+  Waiter& w = it->second;
+  deadlines_.erase({w.deadline, id});
+  auto job = jobs_.find(w.job_id);
+  if (job != jobs_.end() && job->second.gen != nullptr && job->second.gen->number == w.generation) {
+    job->second.gen->waiters.erase(id);
+  }
+  out->completions.push_back({std::move(w.done), std::move(result)});
+  waiters_.erase(it);
+}
+
+void Rendezvous::FailLocked(const std::string& job_id, Generation* gen, const std::string& reason, Outbox* out) {
   if (gen->failed) return;
   gen->failed = true;
   gen->failure = reason;
-  reports->push_back({job_id, gen->number, true, reason});
-  cv_.notify_all();
+  out->reports.push_back({job_id, gen->number, true, reason});
+  const absl::Time now = clock_->Now();
+  const absl::Status failed = absl::FailedPreconditionError(
+      absl::StrCat("generation ", gen->number, " of job ", job_id, " failed: ", reason));
+  const std::set<uint64_t> parked = gen->waiters;
+  for (uint64_t id : parked) {
+    const Waiter& w = waiters_.at(id);
+    // A call whose own time is up (the generation's deadline, say) timed out.
+    FinishLocked(id, now >= w.deadline ? absl::DeadlineExceededError(TimedOut(w, now)) : failed, out);
+  }
 }
 
-void Rendezvous::Deliver(const std::vector<Report>& reports) {
+void Rendezvous::DropWaitersLocked(const std::string& job_id, Generation* gen, Outbox* out) {
+  const std::set<uint64_t> parked = gen->waiters;
+  for (uint64_t id : parked) {
+    const Waiter& w = waiters_.at(id);
+    absl::Status fenced = FenceLocked({job_id, w.generation, w.rank});
+    if (fenced.ok()) {  // cannot happen: the generation was ended or replaced
+      fenced = absl::FailedPreconditionError(absl::StrCat("generation ", w.generation, " of job ", job_id, " is over"));
+    }
+    FinishLocked(id, fenced, out);
+  }
+}
+
+void Rendezvous::Deliver(Outbox& out) {
+  for (Completion& c : out.completions) c.done(std::move(c.result));
   if (listener_ == nullptr) return;
-  for (const Report& r : reports) {
+  for (const Report& r : out.reports) {
     if (r.failed) {
       listener_->OnRendezvousFailed(r.job_id, r.generation, r.reason);
     } else {
@@ -123,39 +180,78 @@ void Rendezvous::Deliver(const std::vector<Report>& reports) {
   }
 }
 
-absl::Status Rendezvous::WaitLocked(std::unique_lock<std::mutex>& lock, const RendezvousScope& scope,
-                                    absl::Duration timeout, const std::string& what,
-                                    const std::function<bool(const Generation&)>& ready,
-                                    std::vector<Report>* reports) {
-  const absl::Time start = clock_->Now();
-  absl::Time deadline = jobs_.at(scope.job_id).gen->deadline;
-  if (timeout > absl::ZeroDuration()) deadline = std::min(deadline, start + timeout);
-  while (true) {
-    if (shutting_down_) return absl::UnavailableError("the coordinator is shutting down");
-    const absl::Time now = clock_->Now();
-    const std::string timed_out = absl::StrCat("rank ", scope.rank, " timed out after ",
-                                               absl::FormatDuration(now - start), " waiting for ", what);
-    // Fencing again after every wake: the generation may have ended, failed
-    // or been replaced meanwhile.
-    absl::StatusOr<Generation*> gen = EnterLocked(scope, reports);
-    if (!gen.ok()) {
-      // Failed by CheckDeadlines at the generation's deadline, which is this
-      // call's deadline too: the caller timed out.
-      const JobRendezvous& job = jobs_.at(scope.job_id);
-      const bool failed_here = job.current == scope.generation && job.gen != nullptr && job.gen->failed;
-      if (failed_here && now >= deadline) return absl::DeadlineExceededError(timed_out);
-      return gen.status();
+// ---- parked calls ----
+
+void Rendezvous::WaitLocked(const RendezvousScope& scope, Generation* gen, Waiter w, absl::Duration timeout,
+                            Outbox* out) {
+  if (shutting_down_) {
+    out->completions.push_back({std::move(w.done), absl::UnavailableError("the coordinator is shutting down")});
+    return;
+  }
+  if (waiters_.size() >= options_.max_waiters) {
+    out->completions.push_back(
+        {std::move(w.done), absl::ResourceExhaustedError(absl::StrCat(
+                                "too many rendezvous calls are waiting on the coordinator (", waiters_.size(),
+                                "); retry after a backoff"))});
+    return;
+  }
+  const absl::Time now = clock_->Now();
+  w.job_id = scope.job_id;
+  w.generation = scope.generation;
+  w.rank = scope.rank;
+  w.start = now;
+  w.deadline = gen->deadline;
+  if (timeout > absl::ZeroDuration()) w.deadline = std::min(w.deadline, now + timeout);
+  if (now >= w.deadline) {
+    const std::string timed_out = TimedOut(w, now);
+    FailLocked(scope.job_id, gen, timed_out, out);
+    out->completions.push_back({std::move(w.done), absl::DeadlineExceededError(timed_out)});
+    return;
+  }
+  const uint64_t id = next_waiter_++;
+  if (w.communicator.empty()) {
+    gen->waiting_for_key[w.keys[w.next_missing]].push_back(id);
+  } else {
+    gen->waiting_for_id[w.communicator].push_back(id);
+  }
+  gen->waiters.insert(id);
+  deadlines_.insert({w.deadline, id});
+  waiters_.emplace(id, std::move(w));
+}
+
+void Rendezvous::WakeKeyLocked(Generation* gen, const std::string& key, Outbox* out) {
+  auto it = gen->waiting_for_key.find(key);
+  if (it == gen->waiting_for_key.end()) return;
+  std::vector<uint64_t> ids = std::move(it->second);
+  gen->waiting_for_key.erase(it);
+  for (uint64_t id : ids) {
+    auto w = waiters_.find(id);
+    if (w == waiters_.end()) continue;  // finished meanwhile
+    Waiter& waiter = w->second;
+    while (waiter.next_missing < waiter.keys.size() && gen->kv.count(waiter.keys[waiter.next_missing]) != 0) {
+      ++waiter.next_missing;
     }
-    if (ready(**gen)) return absl::OkStatus();
-    if (now >= deadline) {
-      FailLocked(scope.job_id, *gen, timed_out, reports);
-      return absl::DeadlineExceededError(timed_out);
+    if (waiter.next_missing < waiter.keys.size()) {
+      gen->waiting_for_key[waiter.keys[waiter.next_missing]].push_back(id);
+      continue;
     }
-    ++waiters_;
-    cv_.wait_for(lock, absl::ToChronoNanoseconds(std::min(deadline - now, kMaxSingleWait)));
-    --waiters_;
+    std::vector<std::string> values;
+    values.reserve(waiter.keys.size());
+    for (const std::string& k : waiter.keys) values.push_back(gen->kv.at(k));
+    FinishLocked(id, std::move(values), out);
   }
 }
+
+void Rendezvous::WakeIdLocked(Generation* gen, const std::string& communicator, Outbox* out) {
+  auto it = gen->waiting_for_id.find(communicator);
+  if (it == gen->waiting_for_id.end()) return;
+  std::vector<uint64_t> ids = std::move(it->second);
+  gen->waiting_for_id.erase(it);
+  const std::string& id_bytes = gen->nccl_ids.at(communicator);
+  for (uint64_t id : ids) FinishLocked(id, std::vector<std::string>{id_bytes}, out);
+}
+
+// ---- the ranks' side ----
 
 absl::Status Rendezvous::PublishNcclUniqueId(const RendezvousScope& scope, const std::string& communicator,
                                              const std::string& unique_id) {
@@ -168,11 +264,11 @@ absl::Status Rendezvous::PublishNcclUniqueId(const RendezvousScope& scope, const
     return absl::InvalidArgumentError(absl::StrCat("unique_id: must be ", options_.nccl_unique_id_bytes,
                                                    " bytes, got ", unique_id.size()));
   }
-  std::vector<Report> reports;
+  Outbox out;
   absl::Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    absl::StatusOr<Generation*> gen = EnterLocked(scope, &reports);
+    absl::StatusOr<Generation*> gen = EnterLocked(scope, &out);
     if (!gen.ok()) {
       status = gen.status();
     } else {
@@ -180,33 +276,43 @@ absl::Status Rendezvous::PublishNcclUniqueId(const RendezvousScope& scope, const
       if (!inserted && it->second != unique_id) {
         status = absl::AlreadyExistsError(absl::StrCat("communicator ", communicator, " of generation ",
                                                        scope.generation, " already has a different id"));
+      } else {
+        WakeIdLocked(*gen, communicator, &out);
       }
-      cv_.notify_all();
     }
   }
-  Deliver(reports);
+  Deliver(out);
   return status;
+}
+
+void Rendezvous::GetNcclUniqueIdAsync(const RendezvousScope& scope, const std::string& communicator,
+                                      absl::Duration timeout, WaitDone done) {
+  Outbox out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::StatusOr<Generation*> gen = EnterLocked(scope, &out);
+    if (!gen.ok()) {
+      out.completions.push_back({std::move(done), gen.status()});
+    } else if (auto it = (*gen)->nccl_ids.find(communicator); it != (*gen)->nccl_ids.end()) {
+      out.completions.push_back({std::move(done), std::vector<std::string>{it->second}});
+    } else {
+      Waiter w;
+      w.communicator = communicator;
+      w.what = absl::StrCat("the NCCL id of communicator \"", communicator, "\"");
+      w.done = std::move(done);
+      WaitLocked(scope, *gen, std::move(w), timeout, &out);
+    }
+  }
+  Deliver(out);
 }
 
 absl::StatusOr<std::string> Rendezvous::GetNcclUniqueId(const RendezvousScope& scope, const std::string& communicator,
                                                         absl::Duration timeout) {
-  std::vector<Report> reports;
-  absl::StatusOr<std::string> result;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    absl::Status s = EnterLocked(scope, &reports).status();
-    if (s.ok()) {
-      s = WaitLocked(lock, scope, timeout, absl::StrCat("the NCCL id of communicator \"", communicator, "\""),
-                     [&](const Generation& g) { return g.nccl_ids.count(communicator) != 0; }, &reports);
-    }
-    if (s.ok()) {
-      result = jobs_.at(scope.job_id).gen->nccl_ids.at(communicator);
-    } else {
-      result = s;
-    }
-  }
-  Deliver(reports);
-  return result;
+  std::promise<absl::StatusOr<std::vector<std::string>>> result;
+  GetNcclUniqueIdAsync(scope, communicator, timeout, [&](auto r) { result.set_value(std::move(r)); });
+  absl::StatusOr<std::vector<std::string>> id = result.get_future().get();
+  if (!id.ok()) return id.status();
+  return std::move(id->front());
 }
 
 absl::Status Rendezvous::CheckKey(const std::string& key) const {
@@ -223,28 +329,28 @@ absl::Status Rendezvous::KvSet(const RendezvousScope& scope, const std::string& 
     return absl::InvalidArgumentError(
         absl::StrCat("value: must be at most ", options_.max_value_bytes, " bytes, got ", value.size()));
   }
-  std::vector<Report> reports;
+  Outbox out;
   absl::Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    absl::StatusOr<Generation*> gen = EnterLocked(scope, &reports);
+    absl::StatusOr<Generation*> gen = EnterLocked(scope, &out);
     status = gen.status();
     if (gen.ok()) {
       (*gen)->kv[key] = value;
-      cv_.notify_all();
+      WakeKeyLocked(*gen, key, &out);
     }
   }
-  Deliver(reports);
+  Deliver(out);
   return status;
 }
 
 absl::StatusOr<std::optional<std::string>> Rendezvous::KvGet(const RendezvousScope& scope, const std::string& key) {
   RETURN_IF_ERROR(CheckKey(key));
-  std::vector<Report> reports;
+  Outbox out;
   absl::StatusOr<std::optional<std::string>> result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    absl::StatusOr<Generation*> gen = EnterLocked(scope, &reports);
+    absl::StatusOr<Generation*> gen = EnterLocked(scope, &out);
     if (!gen.ok()) {
       result = gen.status();
     } else {
@@ -252,17 +358,17 @@ absl::StatusOr<std::optional<std::string>> Rendezvous::KvGet(const RendezvousSco
       result = it == (*gen)->kv.end() ? std::nullopt : std::optional<std::string>(it->second);
     }
   }
-  Deliver(reports);
+  Deliver(out);
   return result;
 }
 
 absl::StatusOr<int64_t> Rendezvous::KvAdd(const RendezvousScope& scope, const std::string& key, int64_t delta) {
   RETURN_IF_ERROR(CheckKey(key));
-  std::vector<Report> reports;
+  Outbox out;
   absl::StatusOr<int64_t> result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    absl::StatusOr<Generation*> gen = EnterLocked(scope, &reports);
+    absl::StatusOr<Generation*> gen = EnterLocked(scope, &out);
     if (!gen.ok()) {
       result = gen.status();
     } else {
@@ -276,83 +382,70 @@ absl::StatusOr<int64_t> Rendezvous::KvAdd(const RendezvousScope& scope, const st
       } else {
         value = absl::StrCat(current);
         result = current;
-        cv_.notify_all();
+        WakeKeyLocked(*gen, key, &out);
       }
     }
   }
-  Deliver(reports);
+  Deliver(out);
   return result;
+}
+
+void Rendezvous::KvWaitAsync(const RendezvousScope& scope, const std::vector<std::string>& keys,
+                             absl::Duration timeout, WaitDone done) {
+  absl::Status valid = keys.empty() || keys.size() > options_.max_wait_keys
+                           ? absl::InvalidArgumentError(absl::StrCat("keys: must be 1 to ", options_.max_wait_keys,
+                                                                     " keys, got ", keys.size()))
+                           : absl::OkStatus();
+  for (size_t i = 0; valid.ok() && i < keys.size(); ++i) valid = CheckKey(keys[i]);
+  if (!valid.ok()) {
+    done(valid);
+    return;
+  }
+  Outbox out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::StatusOr<Generation*> gen = EnterLocked(scope, &out);
+    if (!gen.ok()) {
+      out.completions.push_back({std::move(done), gen.status()});
+    } else {
+      Waiter w;
+      w.keys = keys;
+      while (w.next_missing < keys.size() && (*gen)->kv.count(keys[w.next_missing]) != 0) ++w.next_missing;
+      if (w.next_missing == keys.size()) {
+        std::vector<std::string> values;
+        for (const std::string& k : keys) values.push_back((*gen)->kv.at(k));
+        out.completions.push_back({std::move(done), std::move(values)});
+      } else {
+        w.what = keys.size() == 1 ? absl::StrCat("key \"", keys[0], "\"") : absl::StrCat("keys ", QuotedList(keys));
+        w.done = std::move(done);
+        WaitLocked(scope, *gen, std::move(w), timeout, &out);
+      }
+    }
+  }
+  Deliver(out);
 }
 
 absl::StatusOr<std::vector<std::string>> Rendezvous::KvWait(const RendezvousScope& scope,
                                                             const std::vector<std::string>& keys,
                                                             absl::Duration timeout) {
-  if (keys.empty() || keys.size() > options_.max_wait_keys) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("keys: must be 1 to ", options_.max_wait_keys, " keys, got ", keys.size()));
-  }
-  for (const std::string& key : keys) RETURN_IF_ERROR(CheckKey(key));
-  std::vector<Report> reports;
-  absl::StatusOr<std::vector<std::string>> result;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    absl::Status s = EnterLocked(scope, &reports).status();
-    if (s.ok()) {
-      // Named on a timeout: the keys still missing now (what the rank's
-      // error message should show).
-      std::string what;
-      if (keys.size() == 1) {
-        what = absl::StrCat("key \"", keys[0], "\"");
-      } else {
-        std::vector<std::string> quoted;
-        for (const std::string& k : keys) quoted.push_back(absl::StrCat("\"", k, "\""));
-        what = absl::StrCat("keys ", absl::StrJoin(quoted.begin(), quoted.begin() + std::min<size_t>(quoted.size(), 8), ", "),
-                            quoted.size() > 8 ? absl::StrCat(" and ", quoted.size() - 8, " more") : "");
-      }
-      s = WaitLocked(lock, scope, timeout, what,
-                     [&](const Generation& g) {
-                       return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return g.kv.count(k) != 0; });
-                     },
-                     &reports);
-    }
-    if (absl::IsDeadlineExceeded(s) && keys.size() > 1) {
-      // Say which keys never came.
-      std::vector<std::string> missing;
-      const Generation* g = jobs_.at(scope.job_id).gen.get();
-      for (const std::string& k : keys) {
-        if (g == nullptr || g->kv.count(k) == 0) missing.push_back(absl::StrCat("\"", k, "\""));
-      }
-      const size_t shown = std::min<size_t>(missing.size(), 8);
-      s = absl::DeadlineExceededError(absl::StrCat(
-          s.message(), "; missing ", absl::StrJoin(missing.begin(), missing.begin() + shown, ", "),
-          missing.size() > shown ? absl::StrCat(" and ", missing.size() - shown, " more") : ""));
-    }
-    if (s.ok()) {
-      std::vector<std::string> values;
-      const Generation& g = *jobs_.at(scope.job_id).gen;
-      for (const std::string& k : keys) values.push_back(g.kv.at(k));
-      result = std::move(values);
-    } else {
-      result = s;
-    }
-  }
-  Deliver(reports);
-  return result;
+  std::promise<absl::StatusOr<std::vector<std::string>>> result;
+  KvWaitAsync(scope, keys, timeout, [&](auto r) { result.set_value(std::move(r)); });
+  return result.get_future().get();
 }
 
 absl::Status Rendezvous::CheckIn(const RendezvousScope& scope) {
-  std::vector<Report> reports;
+  Outbox out;
   absl::Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    status = EnterLocked(scope, &reports).status();
+    status = EnterLocked(scope, &out).status();
   }
-  Deliver(reports);
+  Deliver(out);
   return status;
 }
 
 void Rendezvous::CheckDeadlines() {
-  std::vector<Report> reports;
+  Outbox out;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const absl::Time now = clock_->Now();
@@ -362,22 +455,44 @@ void Rendezvous::CheckDeadlines() {
       FailLocked(job_id, gen,
                  absl::StrCat("rendezvous deadline passed; rank(s) ", MissingRanks(gen->world_size, gen->joined),
                               " never joined"),
-                 &reports);
+                 &out);
     }
-    cv_.notify_all();
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+      const uint64_t id = deadlines_.begin()->second;
+      const Waiter& w = waiters_.at(id);
+      const std::string timed_out = TimedOut(w, now);
+      std::string message = timed_out;
+      Generation* gen = jobs_.at(w.job_id).gen.get();
+      if (w.keys.size() > 1) {  // say which keys never came
+        std::vector<std::string> missing;
+        for (const std::string& k : w.keys) {
+          if (gen->kv.count(k) == 0) missing.push_back(k);
+        }
+        absl::StrAppend(&message, "; missing ", QuotedList(missing));
+      }
+      const std::string job_id = w.job_id;
+      FinishLocked(id, absl::DeadlineExceededError(message), &out);
+      FailLocked(job_id, gen, timed_out, &out);
+    }
   }
-  Deliver(reports);
+  Deliver(out);
 }
 
 void Rendezvous::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
-  shutting_down_ = true;
-  cv_.notify_all();
+  Outbox out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+    while (!waiters_.empty()) {
+      FinishLocked(waiters_.begin()->first, absl::UnavailableError("the coordinator is shutting down"), &out);
+    }
+  }
+  Deliver(out);
 }
 
 int Rendezvous::Waiters() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return waiters_;
+  return static_cast<int>(waiters_.size());
 }
 
 bool Rendezvous::Complete(const std::string& job_id, int64_t generation) const {

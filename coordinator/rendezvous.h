@@ -17,23 +17,29 @@
 // coordinator started, or a generation that has ended or failed; the rank
 // must exit. BeginGeneration drops the previous generation's state.
 //
-// Deadlines: a blocking call (GetNcclUniqueId, KvWait) waits until the
-// earliest of its timeout (zero: none) and the generation's deadline, on a
-// condition variable, re-reading the injected clock whenever it wakes; a
-// call still waiting when time runs out returns DEADLINE_EXCEEDED and FAILS
-// THE GENERATION (it does not hang). CheckDeadlines() wakes every waiter so
-// that it sees the clock move (the JobController's tick calls it; tests call
-// it after advancing a FakeClock), and fails a generation whose deadline has
-// passed while some rank never checked in.
+// Waiting: GetNcclUniqueIdAsync and KvWaitAsync never block a thread. A call
+// whose data is not there yet is parked (a record, no thread) and its `done`
+// runs when the data arrives, from the thread of the call that set it, or
+// when time runs out, from CheckDeadlines. A parked call waits until the
+// earliest of its timeout (zero: none) and the generation's deadline; then it
+// gets DEADLINE_EXCEEDED and FAILS THE GENERATION (it does not hang).
+// CheckDeadlines() (the JobController's tick, about 4 times a second; tests
+// call it after advancing a FakeClock) expires parked calls and fails a
+// generation whose deadline has passed while some rank never checked in. At
+// most options.max_waiters calls are parked at once; one more is answered
+// RESOURCE_EXHAUSTED at once, and its caller comes back after a backoff
+// (engine/dist/grpc_store.h). GetNcclUniqueId and KvWait are the same calls
+// made blocking (for tests and tools).
 //
 // Completion and failure are reported to the RendezvousListener, always
 // without the Rendezvous lock held, from the thread that noticed: a rank's
 // call, CheckIn or CheckDeadlines. BeginGeneration and EndGeneration never
-// call the listener, so they may be called under the caller's own lock.
+// call the listener, so they may be called under the caller's own lock; they
+// do finish the parked calls of the generation they end (FAILED_PRECONDITION),
+// so a `done` must never block nor call back into the Rendezvous.
 //
 // Thread-safe.
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -65,6 +71,8 @@ struct RendezvousOptions {
   size_t max_key_bytes = 512;
   size_t max_value_bytes = size_t{1} << 20;
   size_t max_wait_keys = 4096;
+  // Calls parked at once (waiting for an id or keys), over every job.
+  size_t max_waiters = 65536;
 };
 
 class RendezvousListener {
@@ -112,7 +120,15 @@ class Rendezvous {
   // again are OK (a retry).
   absl::Status PublishNcclUniqueId(const RendezvousScope& scope, const std::string& communicator,
                                    const std::string& unique_id);
-  // Waits for the id (timeout zero: until the generation's deadline).
+  // What a parked call is finished with: the id (one value) or the keys'
+  // values in request order; or why not.
+  using WaitDone = std::function<void(absl::StatusOr<std::vector<std::string>>)>;
+
+  // The id of `communicator`, once it is published (timeout zero: until the
+  // generation's deadline). `done` is called exactly once, possibly before
+  // this returns.
+  void GetNcclUniqueIdAsync(const RendezvousScope& scope, const std::string& communicator, absl::Duration timeout,
+                            WaitDone done);
   absl::StatusOr<std::string> GetNcclUniqueId(const RendezvousScope& scope, const std::string& communicator,
                                               absl::Duration timeout);
   absl::Status KvSet(const RendezvousScope& scope, const std::string& key, const std::string& value);
@@ -121,7 +137,10 @@ class Rendezvous {
   // Adds `delta` to the key's value (decimal text; absent = 0) and returns
   // the new value. FAILED_PRECONDITION if the value is not an integer.
   absl::StatusOr<int64_t> KvAdd(const RendezvousScope& scope, const std::string& key, int64_t delta);
-  // Waits until every key is set; their values, in the order of `keys`.
+  // Every key's value (in the order of `keys`) once all are set. `done` is
+  // called exactly once, possibly before this returns.
+  void KvWaitAsync(const RendezvousScope& scope, const std::vector<std::string>& keys, absl::Duration timeout,
+                   WaitDone done);
   absl::StatusOr<std::vector<std::string>> KvWait(const RendezvousScope& scope, const std::vector<std::string>& keys,
                                                   absl::Duration timeout);
 
@@ -129,21 +148,34 @@ class Rendezvous {
   // progress report). Fencing errors as for the calls above.
   absl::Status CheckIn(const RendezvousScope& scope);
 
-  // Wakes every waiter to re-read the clock; fails generations whose
-  // deadline has passed with ranks missing. Call periodically.
+  // Fails generations whose deadline has passed with ranks missing, then
+  // expires parked calls whose time ran out. Call periodically.
   void CheckDeadlines();
 
-  // The coordinator is stopping: every blocked call returns UNAVAILABLE
-  // ("the coordinator is shutting down") WITHOUT failing its generation, and
-  // later blocking calls return it at once. Irreversible.
+  // The coordinator is stopping: every parked call is finished with
+  // UNAVAILABLE ("the coordinator is shutting down") WITHOUT failing its
+  // generation, and later waiting calls get it at once. Irreversible.
   void Shutdown();
 
-  // Calls blocked right now (tests wait for this before advancing a clock).
+  // Calls parked right now (tests wait for this before advancing a clock).
   int Waiters() const;
   // Whether every rank of the generation has checked in.
   bool Complete(const std::string& job_id, int64_t generation) const;
 
  private:
+  // A parked GetNcclUniqueId (communicator set) or KvWait (keys set).
+  struct Waiter {
+    std::string job_id;
+    int64_t generation = 0;
+    int32_t rank = 0;
+    std::string communicator;
+    std::vector<std::string> keys;
+    size_t next_missing = 0;  // keys[next_missing] is the key it is indexed under
+    absl::Time start;
+    absl::Time deadline;
+    std::string what;  // "key \"a\"", "the NCCL id of communicator \"world\""
+    WaitDone done;
+  };
   struct Generation {
     int64_t number = 0;
     int32_t world_size = 0;
@@ -154,6 +186,11 @@ class Rendezvous {
     bool complete = false;
     bool failed = false;
     std::string failure;
+    // Parked calls, and the index that finds them when data arrives (ids of
+    // waiters already finished may linger there; they are skipped).
+    std::set<uint64_t> waiters;
+    std::map<std::string, std::vector<uint64_t>> waiting_for_key;
+    std::map<std::string, std::vector<uint64_t>> waiting_for_id;
   };
   struct JobRendezvous {
     int64_t current = 0;             // newest generation begun or ended
@@ -166,16 +203,35 @@ class Rendezvous {
     bool failed;
     std::string reason;
   };
+  // A parked call to finish once the lock is released.
+  struct Completion {
+    WaitDone done;
+    absl::StatusOr<std::vector<std::string>> result;
+  };
+  // What a call collects under the lock and delivers after it.
+  struct Outbox {
+    std::vector<Report> reports;
+    std::vector<Completion> completions;
+  };
 
+  // OK if `scope` may act on its generation now: the fencing errors above.
+  absl::Status FenceLocked(const RendezvousScope& scope) const;
   // The caller's generation after fencing, with the caller checked in.
-  absl::StatusOr<Generation*> EnterLocked(const RendezvousScope& scope, std::vector<Report>* reports);
-  void FailLocked(const std::string& job_id, Generation* gen, const std::string& reason,
-                  std::vector<Report>* reports);
-  // Blocks until ready(gen) or the deadline; fails the generation on timeout.
-  absl::Status WaitLocked(std::unique_lock<std::mutex>& lock, const RendezvousScope& scope, absl::Duration timeout,
-                          const std::string& what, const std::function<bool(const Generation&)>& ready,
-                          std::vector<Report>* reports);
-  void Deliver(const std::vector<Report>& reports);
+  absl::StatusOr<Generation*> EnterLocked(const RendezvousScope& scope, Outbox* out);
+  // Fails the generation and finishes its parked calls: those whose own
+  // time is up with DEADLINE_EXCEEDED, the others FAILED_PRECONDITION.
+  void FailLocked(const std::string& job_id, Generation* gen, const std::string& reason, Outbox* out);
+  // Finishes every parked call of a generation that ended or was replaced.
+  void DropWaitersLocked(const std::string& job_id, Generation* gen, Outbox* out);
+  // Parks a call (or answers it at once: ready, at a limit, out of time).
+  void WaitLocked(const RendezvousScope& scope, Generation* gen, Waiter waiter, absl::Duration timeout, Outbox* out);
+  // Advances the calls indexed under `key` (just set); finishes those now ready.
+  void WakeKeyLocked(Generation* gen, const std::string& key, Outbox* out);
+  void WakeIdLocked(Generation* gen, const std::string& communicator, Outbox* out);
+  // Unparks waiter `id` and finishes it with `result`.
+  void FinishLocked(uint64_t id, absl::StatusOr<std::vector<std::string>> result, Outbox* out);
+  std::string TimedOut(const Waiter& w, absl::Time now) const;
+  void Deliver(Outbox& out);
   absl::Status CheckKey(const std::string& key) const;
 
   const Clock* clock_;
@@ -184,9 +240,10 @@ class Rendezvous {
   const RendezvousSecrets* secrets_ = nullptr;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::map<std::string, JobRendezvous> jobs_;
-  int waiters_ = 0;
+  std::map<uint64_t, Waiter> waiters_;
+  std::set<std::pair<absl::Time, uint64_t>> deadlines_;  // (deadline, waiter id)
+  uint64_t next_waiter_ = 1;
   bool shutting_down_ = false;
 };
 

@@ -39,21 +39,9 @@ absl::Duration WaitTimeout(const grpc::CallbackServerContext* context, const goo
   return wait;
 }
 
-// Runs `wait` on the waits executor and finishes the call with its status.
-grpc::ServerUnaryReactor* Blocking(grpc::CallbackServerContext* context, Executor* waits,
-                                   std::function<absl::Status()> wait) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (!waits->Post([reactor, wait = std::move(wait)] { reactor->Finish(ToGrpcStatus(wait())); })) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                 "too many rendezvous calls are waiting on the coordinator; retry"));
-  }
-  return reactor;
-}
-
 }  // namespace
 
-RendezvousService::RendezvousService(Rendezvous* rendezvous, Executor* waits)
-    : rendezvous_(rendezvous), waits_(waits) {}
+RendezvousService::RendezvousService(Rendezvous* rendezvous) : rendezvous_(rendezvous) {}
 
 grpc::ServerUnaryReactor* RendezvousService::PublishNcclUniqueId(grpc::CallbackServerContext* context,
                                                                  const v1::PublishNcclUniqueIdRequest* request,
@@ -68,14 +56,13 @@ grpc::ServerUnaryReactor* RendezvousService::GetNcclUniqueId(grpc::CallbackServe
                                                              v1::GetNcclUniqueIdResponse* response) {
   absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
-  const absl::Duration timeout = WaitTimeout(context, request->timeout());
-  return Blocking(context, waits_,
-                  [this, scope = *scope, communicator = request->communicator(), timeout, response]() -> absl::Status {
-                    absl::StatusOr<std::string> id = rendezvous_->GetNcclUniqueId(scope, communicator, timeout);
-                    if (!id.ok()) return id.status();
-                    response->set_unique_id(*std::move(id));
-                    return absl::OkStatus();
-                  });
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rendezvous_->GetNcclUniqueIdAsync(*scope, request->communicator(), WaitTimeout(context, request->timeout()),
+                                    [reactor, response](absl::StatusOr<std::vector<std::string>> id) {
+                                      if (id.ok()) response->set_unique_id(std::move(id->front()));
+                                      reactor->Finish(ToGrpcStatus(id.status()));
+                                    });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* RendezvousService::KvSet(grpc::CallbackServerContext* context,
@@ -100,14 +87,16 @@ grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext*
                                                     const v1::KvWaitRequest* request, v1::KvWaitResponse* response) {
   absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
-  const absl::Duration timeout = WaitTimeout(context, request->timeout());
   std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-  return Blocking(context, waits_, [this, scope = *scope, keys = std::move(keys), timeout, response]() -> absl::Status {
-    absl::StatusOr<std::vector<std::string>> values = rendezvous_->KvWait(scope, keys, timeout);
-    if (!values.ok()) return values.status();
-    for (std::string& v : *values) response->add_values(std::move(v));
-    return absl::OkStatus();
-  });
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rendezvous_->KvWaitAsync(*scope, keys, WaitTimeout(context, request->timeout()),
+                           [reactor, response](absl::StatusOr<std::vector<std::string>> values) {
+                             if (values.ok()) {
+                               for (std::string& v : *values) response->add_values(std::move(v));
+                             }
+                             reactor->Finish(ToGrpcStatus(values.status()));
+                           });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* RendezvousService::KvAdd(grpc::CallbackServerContext* context,

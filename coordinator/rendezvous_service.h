@@ -8,20 +8,19 @@
 // its scope (Rendezvous::CheckSecret): without it, PERMISSION_DENIED before
 // anything else is checked or revealed.
 //
-//   PublishNcclUniqueId, KvSet, KvGet, KvAdd: unary, answered inline (a map
-//     update under the Rendezvous lock).
-//   GetNcclUniqueId, KvWait: they block until the data is there or time runs
-//     out (the request's timeout, the call's gRPC deadline, the generation's
-//     rendezvous deadline, whichever is first), so they run on the `waits`
-//     executor, never on a gRPC thread. When every one of its threads is
-//     waiting, a new blocking call fails at once with RESOURCE_EXHAUSTED.
-//     A call the client cancels keeps its thread until its own deadline.
+//   Every call is unary and answered without holding a thread: the quick
+//   ones inline (a map update under the Rendezvous lock); GetNcclUniqueId and
+//   KvWait park in the Rendezvous until the data is there or time runs out
+//   (the request's timeout, the call's gRPC deadline, the generation's
+//   rendezvous deadline, whichever is first) and are finished from the thread
+//   that set the data or from the coordinator's tick. Beyond the Rendezvous's
+//   limit of parked calls a new one gets RESOURCE_EXHAUSTED at once (the
+//   client retries after a backoff). A call the client cancels stays parked
+//   until its own deadline.
 //
-// Thread-safe; the Rendezvous and the executor must outlive the server (stop
-// them in the order Rendezvous::Shutdown, server Shutdown, executor
-// Shutdown, so that no wait outlives the server).
+// Thread-safe; the Rendezvous must outlive the server (stop them in the
+// order Rendezvous::Shutdown, then server Shutdown).
 
-#include "coordinator/executor.h"
 #include "coordinator/rendezvous.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/rendezvous_service.grpc.pb.h"
@@ -30,7 +29,7 @@ namespace ringmaster::coordinator {
 
 class RendezvousService final : public v1::RendezvousService::CallbackService {
  public:
-  RendezvousService(Rendezvous* rendezvous, Executor* waits);
+  explicit RendezvousService(Rendezvous* rendezvous);
 
   grpc::ServerUnaryReactor* PublishNcclUniqueId(grpc::CallbackServerContext* context,
                                                 const v1::PublishNcclUniqueIdRequest* request,
@@ -49,7 +48,6 @@ class RendezvousService final : public v1::RendezvousService::CallbackService {
 
  private:
   Rendezvous* const rendezvous_;
-  Executor* const waits_;
 };
 
 }  // namespace ringmaster::coordinator

@@ -1,6 +1,7 @@
 #include "coordinator/scheduler.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -64,6 +65,21 @@ bool Eligible(const JobRequest& job, const NodeCapacity& node) {
   return total >= SlotsPerNode(job);
 }
 
+std::optional<std::string> Unschedulable(const JobRequest& job, const std::vector<NodeCapacity>& nodes) {
+  const auto eligible = std::count_if(nodes.begin(), nodes.end(), [&](const NodeCapacity& n) { return Eligible(job, n); });
+  if (eligible >= job.nodes) return std::nullopt;
+  std::string why = absl::StrCat("needs ", NodesWords(job.nodes), " with ", SlotWords(job), " each",
+                                 SelectorWords(job), "; only ", eligible, " schedulable node", eligible == 1 ? "" : "s",
+                                 " could ever hold that");
+  // The likely cause on a CPU-only cluster: resources.device defaults to cuda.
+  const bool gpu_anywhere = std::any_of(nodes.begin(), nodes.end(), [](const NodeCapacity& n) { return !n.gpu_uuids.empty(); });
+  const bool cpu_anywhere = std::any_of(nodes.begin(), nodes.end(), [](const NodeCapacity& n) { return n.cpu_slots > 0; });
+  if (job.kind == SlotKind::kGpu && !gpu_anywhere && cpu_anywhere) {
+    absl::StrAppend(&why, " (no node has a GPU: set resources.device: cpu to use CPU slots)");
+  }
+  return why;
+}
+
 ScheduleResult Schedule(std::vector<JobRequest> queue, const std::vector<NodeCapacity>& nodes) {
   std::sort(queue.begin(), queue.end(), Before);
   std::vector<WorkNode> work;
@@ -81,18 +97,13 @@ ScheduleResult Schedule(std::vector<JobRequest> queue, const std::vector<NodeCap
       result.waiting.push_back({job.job_id, "invalid request: nodes and ranks_per_node must be >= 1", false});
       continue;
     }
+    if (std::optional<std::string> why = Unschedulable(job, nodes); why.has_value()) {
+      result.waiting.push_back({job.job_id, *std::move(why), false});
+      continue;
+    }
     std::vector<size_t> eligible;
     for (size_t i = 0; i < work.size(); ++i) {
       if (Eligible(job, *work[i].node)) eligible.push_back(i);
-    }
-    if (static_cast<int32_t>(eligible.size()) < job.nodes) {
-      result.waiting.push_back(
-          {job.job_id,
-           absl::StrCat("needs ", NodesWords(job.nodes), " with ", SlotWords(job), " each", SelectorWords(job),
-                        "; only ", eligible.size(), " schedulable node", eligible.size() == 1 ? "" : "s",
-                        " could ever hold that"),
-           false});
-      continue;
     }
     std::vector<size_t> fits_now;   // fits, ignoring reservations
     std::vector<size_t> candidates;  // fits and not reserved

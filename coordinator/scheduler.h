@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -87,6 +88,9 @@ ScheduleResult Schedule(std::vector<JobRequest> queue, const std::vector<NodeCap
 int32_t SlotsPerNode(const JobRequest& job);
 // Rule 3: may `node` ever hold R ranks of `job`?
 bool Eligible(const JobRequest& job, const NodeCapacity& node);
+// Why no set of `nodes` could ever run `job` (rule 3: fewer than N eligible
+// nodes), for the user; nullopt when the job is feasible.
+std::optional<std::string> Unschedulable(const JobRequest& job, const std::vector<NodeCapacity>& nodes);
 // Free slots of `kind` on `node` now.
 int32_t FreeSlots(const NodeCapacity& node, SlotKind kind);
 

@@ -69,11 +69,7 @@ void SessionReactor::Handle(const v1::WorkerMessage& message) {
         HandleProgress(message.progress());
         break;
       case v1::WorkerMessage::kStartResult:
-        if (!message.start_result().error().empty()) {
-          spdlog::warn("node {}: job {} generation {}: not every rank started: {}", node_id_,
-                       message.start_result().job_id(), message.start_result().generation(),
-                       message.start_result().error());
-        }
+        HandleStartResult(message.start_result());
         break;
       default:
         break;  // a kind this coordinator does not know: ignored
@@ -122,6 +118,16 @@ absl::Status SessionReactor::HandleHeartbeat() {
   *grant.mutable_lease()->mutable_expiry() = ToProtoTime(*expiry);
   Send(std::move(grant));
   return absl::OkStatus();
+}
+
+void SessionReactor::HandleStartResult(const v1::StartRanksResult& result) {
+  if (result.error().empty()) return;
+  spdlog::warn("node {}: job {} generation {}: not every rank started: {}", node_id_, result.job_id(),
+               result.generation(), result.error());
+  absl::Status s = controller_->ReportStartFailure(
+      {node_id_, result.job_id(), result.generation(), result.error(), result.unrecoverable(),
+       std::vector<int32_t>(result.started_ranks().begin(), result.started_ranks().end())});
+  if (!s.ok()) spdlog::error("node {}: start failure of job {} not applied: {}", node_id_, result.job_id(), s.ToString());
 }
 
 void SessionReactor::HandleProgress(const v1::RankProgress& progress) {

@@ -17,8 +17,9 @@
 //   worker -> progress                    JobController::ReportProgress; a
 //             report from a generation that is over (or of an unknown job) is
 //             answered with a StopRanks for that rank.
-//   worker -> start_result                logged (failed ranks are reported
-//             through ReportRankExit).
+//   worker -> start_result                an error fails the generation
+//             (JobController::ReportStartFailure; FAILED at once when the
+//             worker says no restart can fix it).
 //   coordinator -> start / stop           as the JobController orders them
 //             (through NodeSessions), in order.
 //   The coordinator ends the stream when the node's registration is
@@ -77,6 +78,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
   absl::Status HandleOpen(const v1::SessionOpen& open);
   absl::Status HandleHeartbeat();
   void HandleProgress(const v1::RankProgress& progress);
+  void HandleStartResult(const v1::StartRanksResult& result);
   void Pump();
   void PostPumpLocked();
   bool Post(std::function<void()> task);

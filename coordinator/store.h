@@ -134,6 +134,11 @@ class Store {
   // Every checkpoint (pruned ones included) with its shards, by (job,
   // generation, step).
   absl::StatusOr<std::vector<StoredCheckpoint>> LoadCheckpoints();
+  // Marks a checkpoint damaged (CheckpointInfo.damage, .damage_time) and
+  // appends `event` to its job's timeline, in one transaction. Returns the
+  // event as stored. NOT_FOUND for an unknown checkpoint.
+  absl::StatusOr<v1::JobEvent> MarkCheckpointDamaged(const CheckpointKey& key, const std::string& damage,
+                                                     const google::protobuf::Timestamp& time, v1::JobEvent event);
 
  private:
   Store(SqliteDb db, int schema_version) : db_(std::move(db)), schema_version_(schema_version) {}

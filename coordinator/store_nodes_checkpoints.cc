@@ -87,7 +87,7 @@ absl::StatusOr<std::optional<v1::JobEvent>> Store::CommitCheckpoint(const Checkp
   ASSIGN_OR_RETURN(
       SqliteStatement upsert,
       db_.Prepare("INSERT INTO checkpoints (job_id, generation, step, path, pipeline_stages, complete, "
-                  "total_bytes, commit_time_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                  "total_bytes, commit_time_us, whole_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                   "ON CONFLICT (job_id, generation, step) DO UPDATE SET complete = excluded.complete, "
                   "total_bytes = excluded.total_bytes, commit_time_us = excluded.commit_time_us"));
   upsert.Bind(1, info.job_id())
@@ -97,7 +97,8 @@ absl::StatusOr<std::optional<v1::JobEvent>> Store::CommitCheckpoint(const Checkp
       .Bind(5, static_cast<int64_t>(info.pipeline_stages()))
       .Bind(6, static_cast<int64_t>(info.complete() ? 1 : 0))
       .Bind(7, info.total_bytes())
-      .Bind(8, ToMicros(info.commit_time()));
+      .Bind(8, ToMicros(info.commit_time()))
+      .Bind(9, static_cast<int64_t>(info.whole_model() ? 1 : 0));
   RETURN_IF_ERROR(upsert.Run());
 
   ASSIGN_OR_RETURN(SqliteStatement shard,
@@ -134,8 +135,8 @@ absl::StatusOr<std::vector<StoredCheckpoint>> Store::LoadCheckpoints() {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    db_.Prepare("SELECT job_id, generation, step, path, pipeline_stages, complete, total_bytes, "
-                               "commit_time_us, pruned, pruned_by_generation, pruned_by_step FROM checkpoints "
-                               "ORDER BY job_id, generation, step"));
+                               "commit_time_us, pruned, pruned_by_generation, pruned_by_step, whole_model, "
+                               "damage, damage_time_us FROM checkpoints ORDER BY job_id, generation, step"));
   std::vector<StoredCheckpoint> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -152,6 +153,9 @@ absl::StatusOr<std::vector<StoredCheckpoint>> Store::LoadCheckpoints() {
     c.pruned = stmt.ColumnInt(8) != 0;
     c.pruned_by_generation = stmt.ColumnIsNull(9) ? 0 : stmt.ColumnInt(9);
     c.pruned_by_step = stmt.ColumnIsNull(10) ? 0 : stmt.ColumnInt(10);
+    c.info.set_whole_model(stmt.ColumnInt(11) != 0);
+    c.info.set_damage(stmt.ColumnText(12));
+    if (!c.info.damage().empty()) *c.info.mutable_damage_time() = FromMicros(stmt.ColumnInt(13));
   }
   ASSIGN_OR_RETURN(SqliteStatement shards,
                    db_.Prepare("SELECT job_id, generation, step, shard FROM checkpoint_shards "
@@ -169,6 +173,25 @@ absl::StatusOr<std::vector<StoredCheckpoint>> Store::LoadCheckpoints() {
     }
   }
   return out;
+}
+
+absl::StatusOr<v1::JobEvent> Store::MarkCheckpointDamaged(const CheckpointKey& key, const std::string& damage,
+                                                          const google::protobuf::Timestamp& time,
+                                                          v1::JobEvent event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(&db_));
+  ASSIGN_OR_RETURN(SqliteStatement update,
+                   db_.Prepare("UPDATE checkpoints SET damage = ?, damage_time_us = ? "
+                               "WHERE job_id = ? AND generation = ? AND step = ?"));
+  update.Bind(1, damage).Bind(2, ToMicros(time)).Bind(3, key.job_id).Bind(4, key.generation).Bind(5, key.step);
+  RETURN_IF_ERROR(update.Run());
+  if (db_.Changes() == 0) {
+    return absl::NotFoundError(absl::StrCat("store: no checkpoint of job ", key.job_id, " at step ", key.step,
+                                            " of generation ", key.generation));
+  }
+  ASSIGN_OR_RETURN(std::vector<v1::JobEvent> stored, AppendEventsLocked(key.job_id, {std::move(event)}));
+  RETURN_IF_ERROR(txn.Commit());
+  return stored.front();
 }
 
 }  // namespace ringmaster::coordinator

@@ -112,12 +112,21 @@ CREATE INDEX rank_assignments_by_node ON rank_assignments(node_id, job_id, gener
 CREATE INDEX jobs_by_state ON jobs(state, priority, submit_seq);
 )sql";
 
+// Version 3: whole-model checkpoints (one shard holds every stage) and
+// checkpoints found damaged (never resumed from again).
+constexpr absl::string_view kSchemaV3 = R"sql(
+ALTER TABLE checkpoints ADD COLUMN whole_model INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN damage TEXT NOT NULL DEFAULT '';
+ALTER TABLE checkpoints ADD COLUMN damage_time_us INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& StoreMigrations() {
   static const std::vector<Migration>* migrations = new std::vector<Migration>{
       {1, "jobs, events, nodes, placements, rank assignments, checkpoints", kSchemaV1},
       {2, "indexes: rank assignments by node, jobs by state", kSchemaV2},
+      {3, "checkpoints: whole_model, damage", kSchemaV3},
   };
   return *migrations;
 }

@@ -1,16 +1,27 @@
 // ringmaster-trainer: trains one job spec.
 //
+//   ringmaster-trainer --rank-context FILE            a rank its worker started
 //   ringmaster-trainer --spec FILE [--set key=value ...] [--checkpoint-dir DIR]
 //   ringmaster-trainer --spec FILE --nproc N ...      N local ranks (data x pipeline)
 //   ringmaster-trainer --spec FILE --rank R --world-size N --rendezvous file:DIR|tcp:HOST:PORT
 //
-// Resumes from the newest good checkpoint in DIR, shows a live progress line
-// (rank 0), evaluates on the held-out data, and for classifiers prints
+// A worker writes each rank's context (proto/rank_context.proto: job,
+// generation, coordinates, rendezvous, resume checkpoint, device) to a file
+// and passes it with --rank-context; it is read here, once. A rank started by
+// hand takes its rank, world size, local rank and rendezvous from the flags
+// or from RINGMASTER_RANK, RINGMASTER_WORLD_SIZE, RINGMASTER_LOCAL_RANK and
+// RINGMASTER_RENDEZVOUS (and RINGMASTER_HOST); this file is the only place
+// the environment is read.
+//
+// Resumes from the committed checkpoint its context names (else, by hand, the
+// newest good checkpoint in DIR), shows a live progress line (rank 0),
+// evaluates on the held-out data, and for classifiers prints
 // `test_accuracy=0.XXXX` as its last line. With --nproc, it starts N ranks of
-// itself (engine/train/launcher.h); a rank that fails stops the others. A rank
-// takes its rank, world size, local rank and rendezvous from the flags or from
-// RINGMASTER_RANK, RINGMASTER_WORLD_SIZE, RINGMASTER_LOCAL_RANK and
-// RINGMASTER_RENDEZVOUS.
+// itself (engine/train/launcher.h); a rank that fails stops the others.
+//
+// Exit status: 0 when done (or stopped), kExitUnrecoverable (common/
+// exit_codes.h) when its spec or context is invalid or the coordinator
+// refused a commit as INVALID_ARGUMENT (no restart can help), 1 otherwise.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,22 +32,29 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/cli_flags.h"
+#include "common/exit_codes.h"
 #include "common/spec.h"
+#include "common/status_macros.h"
 #include "engine/train/agent_client.h"
-#include "engine/train/state_dump.h"
+#include "engine/train/join_world.h"
 #include "engine/train/launcher.h"
 #include "engine/train/progress.h"
-#include "engine/train/rank_env.h"
+#include "engine/train/rank_context.h"
+#include "engine/train/state_dump.h"
 #include "engine/train/trainer.h"
 #include "engine/train/trainer_config.h"
 #include "spdlog/spdlog.h"
 
 namespace {
 
-int Fail(const absl::Status& status) {
+using ringmaster::v1::RankContext;
+
+int Fail(const absl::Status& status, bool unrecoverable = false) {
   std::fprintf(stderr, "ringmaster-trainer: %s\n", std::string(status.message()).c_str());
-  return 1;
+  return unrecoverable ? ringmaster::kExitUnrecoverable : 1;
 }
 
 // Runs `nproc` ranks of this binary with the same arguments, less --nproc,
@@ -63,25 +81,69 @@ int LaunchLocalRanks(int nproc, int argc, char** argv) {
   return status.ok() ? 0 : Fail(status);
 }
 
+// The flag's value if given (>= 0), else the variable's, else `fallback`.
+absl::StatusOr<int> FlagOrEnv(int flag, const char* variable, int fallback) {
+  if (flag >= 0) return flag;
+  const char* value = std::getenv(variable);
+  if (value == nullptr || *value == '\0') return fallback;
+  int n = 0;
+  if (!absl::SimpleAtoi(value, &n)) {
+    return absl::InvalidArgumentError(absl::StrCat(variable, ": expected an integer, got \"", value, "\""));
+  }
+  return n;
+}
+
+std::string StringFlagOrEnv(const std::string& flag, const char* variable) {
+  if (!flag.empty()) return flag;
+  const char* value = std::getenv(variable);
+  return value != nullptr ? value : "";
+}
+
+struct HandFlags {
+  std::string spec_path;
+  std::vector<std::string> overrides;
+  std::string checkpoint_dir;
+  int rank = -1, world_size = -1, local_rank = -1;
+  std::string rendezvous;
+};
+
+// The context of a rank started by hand, from its flags and variables.
+absl::StatusOr<RankContext> HandStartContext(const HandFlags& flags) {
+  if (flags.spec_path.empty()) return absl::InvalidArgumentError("--spec: required (or --rank-context)");
+  absl::StatusOr<ringmaster::v1::JobSpec> spec = ringmaster::LoadJobSpecFile(flags.spec_path, flags.overrides);
+  if (!spec.ok()) return spec.status();
+  ringmaster::engine::HandStartedRank hand;
+  ASSIGN_OR_RETURN(hand.rank, FlagOrEnv(flags.rank, "RINGMASTER_RANK", 0));
+  ASSIGN_OR_RETURN(hand.world_size, FlagOrEnv(flags.world_size, "RINGMASTER_WORLD_SIZE", 1));
+  ASSIGN_OR_RETURN(hand.local_rank, FlagOrEnv(flags.local_rank, "RINGMASTER_LOCAL_RANK", -1));
+  hand.rendezvous = StringFlagOrEnv(flags.rendezvous, "RINGMASTER_RENDEZVOUS");
+  hand.host = StringFlagOrEnv("", "RINGMASTER_HOST");
+  hand.checkpoint_dir = flags.checkpoint_dir.empty() ? spec->checkpoint().directory() : flags.checkpoint_dir;
+  // One visible GPU (CUDA_VISIBLE_DEVICES=<one>): it is device 0.
+  const std::string visible = StringFlagOrEnv("", "CUDA_VISIBLE_DEVICES");
+  if (!visible.empty() && visible.find(',') == std::string::npos) hand.pinned_gpu = visible;
+  return ringmaster::engine::RankContextForHandStart(*std::move(spec), hand);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ringmaster-trainer: train a job spec in this process"};
   ringmaster::CommonFlags common;
   ringmaster::AddCommonFlags(app, &common);
-  std::string spec_path;
-  std::vector<std::string> overrides;
-  std::string checkpoint_dir;
+  HandFlags hand;
+  std::string context_path;
   int threads = 0;
   std::string device = "auto";
   int64_t max_steps = -1;
   int nproc = 1;
-  int rank = -1, world_size = 0, local_rank = -1;
-  std::string rendezvous;
   double timeout_seconds = 300;
-  app.add_option("--spec", spec_path, "Job spec (YAML or JSON)")->required();
-  app.add_option("--set", overrides, "Override a spec field: --set optimizer.lr=0.1 (repeatable)");
-  app.add_option("--checkpoint-dir", checkpoint_dir,
+  app.add_option("--rank-context", context_path,
+                 "The rank context its worker wrote (proto/rank_context.proto as JSON); replaces --spec and the "
+                 "rank flags");
+  app.add_option("--spec", hand.spec_path, "Job spec (YAML or JSON)");
+  app.add_option("--set", hand.overrides, "Override a spec field: --set optimizer.lr=0.1 (repeatable)");
+  app.add_option("--checkpoint-dir", hand.checkpoint_dir,
                  "Write checkpoints here and resume from the newest good one (default: the spec's "
                  "checkpoint.directory; none if both are empty)");
   app.add_option("--threads", threads, "CPU threads (default: resources.cpus_per_rank)")
@@ -92,89 +154,106 @@ int main(int argc, char** argv) {
   app.add_option("--max-steps", max_steps, "Stop after this many steps of this run (resume later)");
   app.add_option("--nproc", nproc, "Start N local ranks of this job (data x pipeline = N)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--rank", rank, "This rank (default: RINGMASTER_RANK, else 0)")->check(CLI::NonNegativeNumber);
-  app.add_option("--world-size", world_size, "Ranks in the job (default: RINGMASTER_WORLD_SIZE, else 1)")
+  app.add_option("--rank", hand.rank, "This rank (default: RINGMASTER_RANK, else 0)")->check(CLI::NonNegativeNumber);
+  app.add_option("--world-size", hand.world_size, "Ranks in the job (default: RINGMASTER_WORLD_SIZE, else 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--local-rank", local_rank, "Rank on this node (default: RINGMASTER_LOCAL_RANK, else the rank)")
+  app.add_option("--local-rank", hand.local_rank,
+                 "Rank on this node (default: RINGMASTER_LOCAL_RANK, else the rank)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--rendezvous", rendezvous, "file:DIR or tcp:HOST:PORT (default: RINGMASTER_RENDEZVOUS)");
-  app.add_option("--timeout", timeout_seconds,
-                 "Seconds a rank waits for its peers in a collective before failing")
+  app.add_option("--rendezvous", hand.rendezvous, "file:DIR or tcp:HOST:PORT (default: RINGMASTER_RENDEZVOUS)");
+  app.add_option("--timeout", timeout_seconds, "Seconds a rank waits for its peers in a collective before failing")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (nproc > 1 && std::getenv("RINGMASTER_RANK") == nullptr) return LaunchLocalRanks(nproc, argc, argv);
+  if (!context_path.empty() && (!hand.spec_path.empty() || !hand.overrides.empty())) {
+    return Fail(absl::InvalidArgumentError("--rank-context: the context holds the spec; drop --spec and --set"), true);
+  }
 
-  absl::StatusOr<ringmaster::engine::RankEnv> env =
-      ringmaster::engine::ResolveRankEnv(rank, world_size, local_rank, rendezvous);
-  if (!env.ok()) return Fail(env.status());
-  std::string component = env->world_size > 1 ? "trainer r" + std::to_string(env->rank) : "trainer";
+  absl::StatusOr<RankContext> context =
+      context_path.empty() ? HandStartContext(hand) : ringmaster::engine::ReadRankContext(context_path);
+  if (!context.ok()) return Fail(context.status(), context.status().code() == absl::StatusCode::kInvalidArgument);
+  const int rank = context->rank().global_rank();
+  const int world_size = context->world().world_size();
+  std::string component = world_size > 1 ? "trainer r" + std::to_string(rank) : "trainer";
   if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, component); !s.ok()) return Fail(s);
   // SIGUSR1 (sent by the worker before it stops a rank): state dump to the log.
   if (absl::Status s = ringmaster::engine::InstallStateDumpHandler(STDERR_FILENO); !s.ok()) return Fail(s);
 
-  absl::StatusOr<ringmaster::v1::JobSpec> spec = ringmaster::LoadJobSpecFile(spec_path, overrides);
-  if (!spec.ok()) return Fail(spec.status());
-  absl::StatusOr<ringmaster::engine::TrainerConfig> config = ringmaster::engine::TrainerConfigFromSpec(*spec);
-  if (!config.ok()) return Fail(config.status());
+  absl::StatusOr<ringmaster::engine::TrainerConfig> config =
+      ringmaster::engine::TrainerConfigFromSpec(context->spec());
+  if (!config.ok()) return Fail(config.status(), config.status().code() == absl::StatusCode::kInvalidArgument);
   if (threads > 0) config->threads = threads;
-  if (device != "auto") config->device = device == "cuda" ? ringmaster::engine::Device::kCuda
-                                                           : ringmaster::engine::Device::kCpu;
-  // A worker pins this rank's GPU through CUDA_VISIBLE_DEVICES (one UUID):
-  // it is device 0. Otherwise (--nproc, hand-started ranks) the local rank.
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  const bool one_visible = visible != nullptr && *visible != '\0' && std::strchr(visible, ',') == nullptr;
-  config->device_index = one_visible ? 0 : env->local_rank;
+  if (device != "auto") {
+    config->device = device == "cuda" ? ringmaster::engine::Device::kCuda : ringmaster::engine::Device::kCpu;
+  } else if (context->device().kind() != ringmaster::v1::RankDevice::KIND_UNSPECIFIED) {
+    config->device = context->device().kind() == ringmaster::v1::RankDevice::CUDA ? ringmaster::engine::Device::kCuda
+                                                                                  : ringmaster::engine::Device::kCpu;
+  }
+  config->device_index = ringmaster::engine::CudaOrdinal(*context);
   std::unique_ptr<ringmaster::engine::dist::ProcessGroup> world;
-  if (env->world_size > 1) {
+  if (world_size > 1) {
+    ringmaster::engine::JoinOptions join;
+    join.timeout = absl::Seconds(timeout_seconds);
+    join.nccl = config->device == ringmaster::engine::Device::kCuda;
+    join.device = config->device_index;
+    join.gloo_interface = StringFlagOrEnv("", "RINGMASTER_GLOO_INTERFACE");
     absl::StatusOr<std::unique_ptr<ringmaster::engine::dist::ProcessGroup>> joined =
-        ringmaster::engine::JoinWorld(*env, absl::Seconds(timeout_seconds),
-                                      {config->device == ringmaster::engine::Device::kCuda, config->device_index});
+        ringmaster::engine::JoinWorld(*context, join);
     if (!joined.ok()) return Fail(joined.status());
     world = std::move(*joined);
-    spdlog::info("rank {} of {} (local rank {}) joined through {}", env->rank, env->world_size, env->local_rank,
-                 env->rendezvous);
-  } else if (spec->parallelism().data() * spec->parallelism().pipeline() > 1) {
+    spdlog::info("rank {} of {} (data {}, stage {}) joined through {}", rank, world_size, context->rank().data_rank(),
+                 context->rank().pipeline_rank(), context->rendezvous().address());
+  } else if (context->spec().parallelism().data() * context->spec().parallelism().pipeline() > 1) {
     spdlog::info("one process: training the global batch of {} on a single rank", config->data.global_batch);
   }
-  const bool rank0 = env->rank == 0;
+  const bool rank0 = rank == 0;
   // Started by a worker: report metrics and commit checkpoints through it.
-  absl::StatusOr<std::unique_ptr<ringmaster::engine::AgentClient>> agent =
-      ringmaster::engine::AgentClient::FromEnv(env->rank, absl::Seconds(1));
-  if (!agent.ok()) return Fail(agent.status());
+  std::unique_ptr<ringmaster::engine::AgentClient> agent =
+      ringmaster::engine::AgentClient::Connect(*context, absl::Seconds(1));
 
   ringmaster::engine::ProgressPrinter progress(stdout, isatty(STDOUT_FILENO) != 0, config->log_interval_steps);
   ringmaster::engine::EvalReport last_eval;
   ringmaster::engine::TrainerOptions options;
-  options.checkpoint_dir = checkpoint_dir.empty() ? spec->checkpoint().directory() : checkpoint_dir;
+  options.checkpoint_dir = context->checkpoint_dir();
   options.max_steps_this_run = max_steps;
   options.world = world.get();
+  options.coord = {context->rank().data_rank(), context->rank().pipeline_rank()};
   options.on_step = [&](const ringmaster::engine::StepReport& r) {
     if (rank0) progress.OnStep(r);
-    if (*agent) (*agent)->ReportStep(r);
+    if (agent) agent->ReportStep(r);
   };
-  if (*agent) {
+  bool commit_refused = false;
+  if (agent) {
+    // Rank 0 gathers the whole model of every stage and writes it: one
+    // whole-model commit completes the checkpoint, whatever the layout.
     options.on_checkpoint = [&](int64_t step, const std::string& path) {
-      return (*agent)->CommitCheckpoint(step, path, /*stage=*/0, /*stages=*/1);  // rank 0 writes the whole model
+      absl::Status s = agent->CommitWholeModel(step, path, context->world().pipeline());
+      commit_refused = s.code() == absl::StatusCode::kInvalidArgument;
+      return s;
     };
-    options.should_stop = [&] { return (*agent)->stop_requested(); };
+    options.should_stop = [&] { return agent->stop_requested(); };
     // Only what the coordinator recorded as committed is resumed from.
-    const char* resume_from = std::getenv("RINGMASTER_RESUME_FROM");
-    options.resume_from = resume_from != nullptr ? resume_from : "";
+    options.resume_from = context->has_resume_from() ? context->resume_from().path() : "";
+    options.on_resume_damaged = [&](const absl::Status& damage) {
+      if (absl::Status s = agent->ReportDamaged(context->resume_from(), std::string(damage.message())); !s.ok()) {
+        spdlog::error("could not report the damaged checkpoint: {}", s.ToString());
+      }
+    };
   }
   options.on_eval = [&](const ringmaster::engine::EvalReport& r) {
     progress.OnEval(r);
     last_eval = r;
-    if (*agent) (*agent)->ReportEval(r);
+    if (agent) agent->ReportEval(r);
   };
   absl::StatusOr<std::unique_ptr<ringmaster::engine::Trainer>> trainer =
       ringmaster::engine::Trainer::Create(*config, options);
-  if (!trainer.ok()) return Fail(trainer.status());
+  if (!trainer.ok()) return Fail(trainer.status(), trainer.status().code() == absl::StatusCode::kInvalidArgument);
   absl::Status run = (*trainer)->Run();
   progress.Finish();
-  if (!run.ok()) return Fail(run);
+  if (!run.ok()) return Fail(run, commit_refused);
   if (!rank0) {
-    spdlog::info("rank {} finished at step {}", env->rank, (*trainer)->step());
+    spdlog::info("rank {} finished at step {}", rank, (*trainer)->step());
     return 0;
   }
   if ((*trainer)->step() < (*trainer)->total_steps()) {

@@ -28,10 +28,10 @@ cluster_init() {
   trap cluster_cleanup EXIT
 }
 
-# Trainers started by this cluster's workers: their --spec lies under $state
+# Trainers started by this cluster's workers: their --rank-context lies under $state
 # (and under the job's directory when JOB is given).
 trainer_pids() {
-  pgrep -f -- "--spec $state/.*${1:+/$1/}" 2>/dev/null | grep -vx "$$"
+  pgrep -f -- "--rank-context $state/.*${1:+/$1/}" 2>/dev/null | grep -vx "$$"
 }
 
 cluster_cleanup() {

@@ -212,6 +212,22 @@ class AgentServer::Services {
       });
     }
 
+    grpc::ServerUnaryReactor* ReportDamaged(grpc::CallbackServerContext* context,
+                                            const v1::ReportDamagedCheckpointRequest* request,
+                                            v1::ReportDamagedCheckpointResponse* response) override {
+      v1::ReportDamagedCheckpointRequest forwarded = *request;
+      std::string job_id = forwarded.job_id();
+      int64_t generation = forwarded.generation();
+      if (grpc::Status s = Fence(supervisor_, &job_id, &generation, forwarded.rank()); !s.ok()) {
+        return Reject(context, s);
+      }
+      forwarded.set_job_id(job_id);
+      forwarded.set_generation(generation);
+      return Forward(context, std::move(forwarded), response, [this](auto* c, auto* q, auto* r, auto done) {
+        stub_->async()->ReportDamaged(c, q, r, std::move(done));
+      });
+    }
+
     grpc::ServerUnaryReactor* GetLatestCheckpoint(grpc::CallbackServerContext* context,
                                                   const v1::GetLatestCheckpointRequest* request,
                                                   v1::GetLatestCheckpointResponse* response) override {

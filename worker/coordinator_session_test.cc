@@ -32,12 +32,14 @@ using testing::TempDir;
 using testing::WaitUntil;
 using testing::WriteScript;
 
-// The fake trainer: says hello, keeps its environment, then behaves as
+// The fake trainer: says hello, keeps its rank context, then behaves as
 // $MODE says (from StartRanks.env): "exit3" for rank 1, otherwise sleeps.
+// Its rank is its working directory's (rank-<r>).
 constexpr char kTrainer[] = R"(
-echo "rank $RINGMASTER_RANK starting with $*"
-env > "$PWD/env.txt"
-if [ "$MODE" = exit3 ] && [ "$RINGMASTER_RANK" = 1 ]; then echo "boom" >&2; exit 3; fi
+rank=${PWD##*rank-}
+echo "rank $rank starting with $*"
+cp "$2" "$PWD/context.txt"
+if [ "$MODE" = exit3 ] && [ "$rank" = 1 ]; then echo "boom" >&2; exit 3; fi
 exec sleep 60
 )";
 
@@ -189,10 +191,10 @@ TEST_F(SessionTest, StartsRanksReportsTheirExitsAndShipsTheirLogs) {
   EXPECT_FALSE(exit1.stopped_by_worker());
   EXPECT_THAT(exit1.stderr_tail(), HasSubstr("boom"));
 
-  // Rank 0 runs, with the trainer contract's environment, and shows in heartbeats.
-  const std::string env = ReadFile(RankWorkDir(dir_.path(), "j", 1, 0) + "/env.txt");
-  EXPECT_THAT(env, HasSubstr("RINGMASTER_RENDEZVOUS=grpc:unix:" + AgentSocketPath(dir_.path())));
-  EXPECT_THAT(env, HasSubstr("RINGMASTER_RENDEZVOUS_PREFIX=j/1"));
+  // Rank 0 runs, with the trainer contract's rank context, and shows in heartbeats.
+  const std::string context = ReadFile(RankWorkDir(dir_.path(), "j", 1, 0) + "/context.txt");
+  EXPECT_THAT(context, HasSubstr("\"address\": \"grpc:unix:" + AgentSocketPath(dir_.path()) + "\""));
+  EXPECT_THAT(context, HasSubstr("\"job_id\": \"j\""));
   ASSERT_TRUE(WaitUntil([&] {
     return fake().HeartbeatWith([](const v1::Heartbeat& h) {
       return h.running_ranks_size() == 1 && h.running_ranks(0).job_id() == "j" && h.running_ranks(0).global_rank() == 0;
@@ -217,7 +219,7 @@ TEST_F(SessionTest, StartsRanksReportsTheirExitsAndShipsTheirLogs) {
   bool found = false;
   for (const v1::LogLine& line : fake().log_lines()) {
     found |= line.job_id() == "j" && line.generation() == 1 && line.rank() == 0 &&
-             line.text() == "rank 0 starting with --spec " + RankWorkDir(dir_.path(), "j", 1, 0) + "/spec.json";
+             line.text() == "rank 0 starting with --rank-context " + RankWorkDir(dir_.path(), "j", 1, 0) + "/rank.json";
   }
   EXPECT_TRUE(found);
   EXPECT_THAT(fake().log_node_ids(), ::testing::Contains("node-1"));

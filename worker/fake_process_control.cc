@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -105,10 +106,10 @@ std::set<int64_t> FakeProcessControl::live() const {
 int64_t FakeProcessControl::PidOf(int32_t rank, int64_t generation) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = by_pid_.rbegin(); it != by_pid_.rend(); ++it) {
-    if (EnvValue(it->second, "RINGMASTER_RANK") == absl::StrCat(rank) &&
-        EnvValue(it->second, "RINGMASTER_GENERATION") == absl::StrCat(generation)) {
-      return it->first;
-    }
+    const bool by_env = EnvValue(it->second, "RINGMASTER_RANK") == absl::StrCat(rank) &&
+                        EnvValue(it->second, "RINGMASTER_GENERATION") == absl::StrCat(generation);
+    const bool by_work_dir = absl::EndsWith(it->second.cwd, absl::StrCat("/gen-", generation, "/rank-", rank));
+    if (by_env || by_work_dir) return it->first;
   }
   return 0;
 }

@@ -46,8 +46,10 @@ class FakeProcessControl : public ProcessControl {
   std::vector<Signal> signals() const;
   // Live (not yet exited) pids.
   std::set<int64_t> live() const;
-  // The pid Spawn returned for the process whose env has RINGMASTER_RANK=`rank`
-  // and RINGMASTER_GENERATION=`generation`, most recent first; 0 if none.
+  // The pid Spawn returned for rank `rank` of generation `generation`: its
+  // working directory is the launcher's .../gen-<g>/rank-<r>, or (a test's
+  // own launches) its env has RINGMASTER_RANK and RINGMASTER_GENERATION; most
+  // recent first; 0 if none.
   int64_t PidOf(int32_t rank, int64_t generation) const;
   // Blocks until `pred` holds (checked whenever something changes) or
   // `timeout` passes; returns pred's last value. For tests that wait on the

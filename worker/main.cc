@@ -67,6 +67,9 @@ struct Flags {
   double reconnect_initial = 0.5;
   double reconnect_max = 30;
   std::vector<std::string> labels;
+  // Where jobs' data.path may point (see RankLauncherOptions::data_roots).
+  std::vector<std::string> data_roots = {"/usr/share/datasets", "/usr/local/share/ringmaster",
+                                         "/var/lib/ringmaster/datasets"};
   TlsFiles tls;
   std::string join_token_file;
 };
@@ -246,6 +249,10 @@ int Run(const Flags& flags) {
   launcher_options.trainer_path = *trainer;
   launcher_options.agent_socket = socket;
   launcher_options.advertise_host = advertise_host;
+  for (const std::string& root : flags.data_roots) {
+    if (root.empty() || root[0] != '/') return Fail(absl::StrCat("--data-roots: ", root, " is not an absolute path"));
+    launcher_options.data_roots.push_back(std::filesystem::path(root).lexically_normal().string());
+  }
   for (char** e = environ; *e != nullptr; ++e) launcher_options.base_env.emplace_back(*e);
   launcher_options.default_grace = absl::Seconds(flags.stop_grace_period);
   RankLauncher launcher(&supervisor, &shipper, launcher_options);
@@ -327,6 +334,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--label", flags.labels, "Node label KEY=VALUE for node selectors (repeatable)");
+  app.add_option("--data-roots", flags.data_roots,
+                 "Directories a job's data.path must lie in (comma-separated; a job reading elsewhere is refused)")
+      ->delimiter(',')
+      ->capture_default_str();
   // Security (docs/security.md): without TLS, --coordinator must be loopback.
   app.add_option("--tls-ca", flags.tls.ca_file, "CA bundle (PEM) the coordinator's certificate must chain to");
   app.add_option("--tls-cert", flags.tls.cert_file, "This worker's client certificate (PEM)");

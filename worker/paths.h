@@ -9,7 +9,7 @@
 //   <state-dir>/node-id                             the id the coordinator gave
 //   <state-dir>/jobs/<job>/gen-<g>/rank-<r>.log     stdout+stderr of a rank (appended)
 //   <state-dir>/jobs/<job>/gen-<g>/rank-<r>/        the rank's working directory
-//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>/spec.json  the job spec it trains
+//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>/rank.json  its rank context (0600)
 //
 // Thread-safe (no state).
 

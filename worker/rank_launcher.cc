@@ -10,10 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/time_util.h"
 #include "spdlog/spdlog.h"
 #include "worker/paths.h"
+#include "common/path_within.h"
 #include "common/proto_time.h"
+#include "common/status_macros.h"
+#include "proto/rank_context.pb.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -36,10 +38,16 @@ std::vector<std::string> EnvList(const std::map<std::string, std::string>& env) 
   return out;
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& content) {
+// Written whole or not at all, readable by the worker's user only.
+absl::Status WritePrivateFile(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
+    std::error_code ec;
+    std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::replace, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot restrict ", tmp, ": ", ec.message()));
     out << content;
     if (!out.good()) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
   }
@@ -47,6 +55,24 @@ absl::Status WriteFile(const std::string& path, const std::string& content) {
   std::filesystem::rename(tmp, path, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
   return absl::OkStatus();
+}
+
+// OK when `path` (as the trainer would open it, symbolic links resolved)
+// lies in one of `roots`.
+absl::Status CheckDataPath(const std::string& path, const std::vector<std::string>& roots) {
+  if (path.empty()) return absl::OkStatus();  // synthetic data
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+  for (const std::string& root : roots) {
+    std::error_code root_ec;
+    const std::filesystem::path base = std::filesystem::weakly_canonical(root, root_ec);
+    if (!ec && !root_ec && PathWithin(resolved, base)) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("data.path: ", path, " is outside this node's data roots (",
+                   roots.empty() ? "none configured" : absl::StrJoin(roots, ", "),
+                   "); put the dataset under one of them, or ask the operator to add a root "
+                   "(ringmaster-worker --data-roots)"));
 }
 
 int64_t FileSize(const std::string& path) {
@@ -69,33 +95,32 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   std::map<int32_t, const v1::RankAssignment*> assignments;
   for (const v1::RankAssignment& a : placement.ranks()) assignments[a.global_rank()] = &a;
 
-  std::string spec_json;
-  google::protobuf::util::JsonPrintOptions json_options;
-  json_options.preserve_proto_field_names = true;
-  json_options.add_whitespace = true;
-  if (auto s = google::protobuf::util::MessageToJsonString(order.spec(), &spec_json, json_options); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("spec: cannot write it as JSON: ", s.ToString()));
-  }
+  RETURN_IF_ERROR(CheckDataPath(order.spec().data().path(), options_.data_roots));
 
   const std::string socket = options_.agent_socket;
   std::map<std::string, std::string> common = EnvMap(options_.base_env);
   for (const auto& [key, value] : order.env()) common[key] = value;
-  common["RINGMASTER_WORLD_SIZE"] = absl::StrCat(placement.world_size());
-  common["RINGMASTER_JOB_ID"] = order.job_id();
-  common["RINGMASTER_GENERATION"] = absl::StrCat(order.generation());
-  common["RINGMASTER_RENDEZVOUS"] = "grpc:unix:" + socket;
-  common["RINGMASTER_RENDEZVOUS_PREFIX"] = absl::StrCat(order.job_id(), "/", order.generation());
-  common["RINGMASTER_AGENT"] = "unix:" + socket;
-  // After the spec's env: a job cannot replace it. Never logged.
-  if (!order.rendezvous_secret().empty()) common["RINGMASTER_RENDEZVOUS_SECRET"] = order.rendezvous_secret();
-  if (!options_.advertise_host.empty()) common["RINGMASTER_HOST"] = options_.advertise_host;
-  if (order.has_rendezvous_deadline()) {
-    common["RINGMASTER_RENDEZVOUS_DEADLINE"] = google::protobuf::util::TimeUtil::ToString(order.rendezvous_deadline());
-  }
-  if (order.has_resume_from() && !order.resume_from().path().empty()) {
-    common["RINGMASTER_RESUME_FROM"] = order.resume_from().path();
-    common["RINGMASTER_RESUME_STEP"] = absl::StrCat(order.resume_from().step());
-  }
+  // What the context holds for every rank of the order.
+  v1::RankContext shared;
+  shared.set_job_id(order.job_id());
+  shared.set_generation(order.generation());
+  *shared.mutable_spec() = order.spec();
+  v1::WorldLayout* world = shared.mutable_world();
+  world->set_world_size(placement.world_size());
+  world->set_data(placement.data_parallel_size());
+  world->set_pipeline(placement.pipeline_parallel_size());
+  world->set_nodes(placement.nodes());
+  world->set_ranks_per_node(placement.ranks_per_node());
+  shared.mutable_rendezvous()->set_address("grpc:unix:" + socket);
+  shared.mutable_rendezvous()->set_secret(order.rendezvous_secret());
+  if (order.has_rendezvous_deadline()) *shared.mutable_rendezvous()->mutable_deadline() = order.rendezvous_deadline();
+  shared.set_agent("unix:" + socket);
+  if (order.has_resume_from() && !order.resume_from().path().empty()) *shared.mutable_resume_from() = order.resume_from();
+  shared.set_checkpoint_dir(order.checkpoint_dir());
+  shared.set_advertise_host(options_.advertise_host);
+  google::protobuf::util::JsonPrintOptions json_options;
+  json_options.preserve_proto_field_names = true;
+  json_options.add_whitespace = true;
 
   std::vector<RankLaunch> launches;
   for (int32_t rank : order.global_ranks()) {
@@ -113,25 +138,32 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
     std::error_code ec;
     std::filesystem::create_directories(work_dir, ec);
     if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", work_dir, ": ", ec.message()));
-    const std::string spec_path = work_dir + "/spec.json";
-    if (absl::Status s = WriteFile(spec_path, spec_json); !s.ok()) return s;
+
+    v1::RankContext context = shared;
+    v1::RankCoordinates* coordinates = context.mutable_rank();
+    coordinates->set_global_rank(rank);
+    coordinates->set_local_rank(a.local_rank());
+    coordinates->set_node_rank(a.node_rank());
+    coordinates->set_data_rank(a.data_rank());
+    coordinates->set_pipeline_rank(a.pipeline_rank());
+    context.mutable_device()->set_kind(order.spec().resources().device() == v1::ResourceSpec::CPU
+                                           ? v1::RankDevice::CPU
+                                           : v1::RankDevice::CUDA);
+    context.mutable_device()->set_gpu_uuid(a.gpu_uuid());
+    std::string context_json;
+    if (auto s = google::protobuf::util::MessageToJsonString(context, &context_json, json_options); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("rank context: cannot write it as JSON: ", s.ToString()));
+    }
+    const std::string context_path = work_dir + "/rank.json";
+    RETURN_IF_ERROR(WritePrivateFile(context_path, context_json));
 
     std::map<std::string, std::string> env = common;
-    env["RINGMASTER_RANK"] = absl::StrCat(rank);
-    env["RINGMASTER_LOCAL_RANK"] = absl::StrCat(a.local_rank());
-    env["RINGMASTER_NODE_RANK"] = absl::StrCat(a.node_rank());
-    env["RINGMASTER_DATA_RANK"] = absl::StrCat(a.data_rank());
-    env["RINGMASTER_PIPELINE_RANK"] = absl::StrCat(a.pipeline_rank());
     if (!a.gpu_uuid().empty()) {
       env["CUDA_VISIBLE_DEVICES"] = a.gpu_uuid();
       env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
     }
     launch.process.path = options_.trainer_path;
-    launch.process.argv = {options_.trainer_path, "--spec", spec_path};
-    if (!order.checkpoint_dir().empty()) {
-      launch.process.argv.push_back("--checkpoint-dir");
-      launch.process.argv.push_back(order.checkpoint_dir());
-    }
+    launch.process.argv = {options_.trainer_path, "--rank-context", context_path};
     launch.process.env = EnvList(env);
     launch.process.cwd = work_dir;
     launch.process.log_path = RankLogPath(options_.state_dir, order.job_id(), order.generation(), rank);
@@ -149,6 +181,9 @@ v1::StartRanksResult RankLauncher::Start(const v1::StartRanks& order) {
     spdlog::error("job {} generation {}: cannot start ranks: {}", order.job_id(), order.generation(),
                   launches.status().ToString());
     result.set_error(std::string(launches.status().message()));
+    // The order itself is refused: starting it again elsewhere cannot help.
+    result.set_unrecoverable(launches.status().code() == absl::StatusCode::kInvalidArgument ||
+                             launches.status().code() == absl::StatusCode::kPermissionDenied);
     return result;
   }
   // Watched before the start, so that a rank that exits at once is Finish()ed

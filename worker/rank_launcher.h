@@ -3,25 +3,28 @@
 
 // RankLauncher: turns the coordinator's StartRanks / StopRanks orders into
 // ProcessSupervisor calls. For each rank it makes the work directory, writes
-// the job spec there as JSON, and builds the trainer's command line and
+// the rank's context there, and builds the trainer's command line and
 // environment (the contract with ringmaster-trainer, below); once a rank is
 // started it has the LogShipper tail its log.
 //
 // The trainer contract (every rank):
-//   argv: <trainer> --spec <work-dir>/spec.json [--checkpoint-dir <StartRanks.checkpoint_dir>]
+//   argv: <trainer> --rank-context <work-dir>/rank.json
+//   rank.json: a ringmaster.v1.RankContext (proto/rank_context.proto) as
+//         protobuf JSON, mode 0600 (it holds the rendezvous secret): job,
+//         generation, spec, coordinates, world layout, rendezvous
+//         (grpc:unix:<agent socket>, secret, deadline), agent
+//         (unix:<agent socket>), resume checkpoint, checkpoint directory,
+//         device, advertised host
 //   cwd:  <state-dir>/jobs/<job>/gen-<g>/rank-<r>/
 //   stdout+stderr appended to <state-dir>/jobs/<job>/gen-<g>/rank-<r>.log
-//   env:  the worker's environment, then StartRanks.env, then (these win):
-//     RINGMASTER_RANK, RINGMASTER_WORLD_SIZE, RINGMASTER_LOCAL_RANK,
-//     RINGMASTER_NODE_RANK, RINGMASTER_DATA_RANK, RINGMASTER_PIPELINE_RANK
-//     RINGMASTER_JOB_ID, RINGMASTER_GENERATION
-//     RINGMASTER_RENDEZVOUS=grpc:unix:<agent socket>
-//     RINGMASTER_RENDEZVOUS_PREFIX=<job>/<generation>
-//     RINGMASTER_AGENT=unix:<agent socket>      (AgentService, CheckpointService)
-//     RINGMASTER_HOST=<advertised host>          when the worker knows it (Gloo binds there)
-//     RINGMASTER_RENDEZVOUS_DEADLINE=<RFC 3339>  when the order has one
-//     RINGMASTER_RESUME_FROM=<dir>, RINGMASTER_RESUME_STEP=<step>  when resuming
-//     CUDA_VISIBLE_DEVICES=<GPU uuid>, CUDA_DEVICE_ORDER=PCI_BUS_ID  for CUDA ranks
+//   env:  the worker's environment, then StartRanks.env, then for CUDA ranks
+//         CUDA_VISIBLE_DEVICES=<GPU uuid>, CUDA_DEVICE_ORDER=PCI_BUS_ID (the
+//         CUDA runtime reads them). No RINGMASTER_* variable: those are only
+//         the way to start a rank by hand.
+//
+// A spec whose data.path lies outside the node's data roots is refused
+// (PERMISSION_DENIED, naming the field): the trainer would read any file the
+// worker can, its key and join token included.
 //
 // Thread-safe (the supervisor and shipper are; the launcher keeps no state).
 
@@ -41,8 +44,12 @@ struct RankLauncherOptions {
   std::string trainer_path;  // absolute
   // Path of the worker's agent socket (without "unix:").
   std::string agent_socket;
-  // Host the node's ranks are reachable at (RINGMASTER_HOST); empty: not set.
+  // Host the node's ranks are reachable at (RankContext.advertise_host);
+  // empty: not set.
   std::string advertise_host;
+  // Directories a job's data.path must lie in (absolute). Empty: every
+  // data.path is refused.
+  std::vector<std::string> data_roots;
   // The environment ranks inherit ("KEY=VALUE"): normally the worker's own.
   std::vector<std::string> base_env;
   // Grace period of a StopRanks without one.
@@ -56,7 +63,9 @@ class RankLauncher {
 
   // Starts the order's ranks; the answer for the coordinator. Ranks that could
   // not even be prepared (bad job id, a rank missing from the placement, an
-  // unwritable directory) are left out of started_ranks, and error says why.
+  // unwritable directory, a data.path outside the data roots) are left out of
+  // started_ranks, and error says why; unrecoverable when the order itself is
+  // refused (INVALID_ARGUMENT, PERMISSION_DENIED).
   v1::StartRanksResult Start(const v1::StartRanks& order);
 
   // Stops the order's ranks (see ProcessSupervisor::Stop). Returns how many
@@ -64,8 +73,9 @@ class RankLauncher {
   int Stop(const v1::StopRanks& order);
 
   // What Start would run for each rank: makes the directories and writes the
-  // spec files. INVALID_ARGUMENT for a bad job id, generation, or a rank not
-  // in the placement; FAILED_PRECONDITION when a file cannot be written.
+  // rank contexts. INVALID_ARGUMENT for a bad job id, generation, or a rank
+  // not in the placement; PERMISSION_DENIED for a data.path outside the data
+  // roots; FAILED_PRECONDITION when a file cannot be written.
   absl::StatusOr<std::vector<RankLaunch>> Prepare(const v1::StartRanks& order) const;
 
  private:

@@ -1,16 +1,22 @@
-// RankLauncher: the trainer contract (argv, env, directories, spec file) and
-// the StartRanks/StopRanks answers.
+// RankLauncher: the trainer contract (argv, env, directories, rank context)
+// and the StartRanks/StopRanks answers.
 #include "worker/rank_launcher.h"
 
 #include <signal.h>
 
+#include <sys/stat.h>
+
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "proto/rank_context.pb.h"
 #include "worker/fake_process_control.h"
 #include "worker/paths.h"
 #include "worker/test_util.h"
@@ -31,7 +37,8 @@ std::map<std::string, std::string> EnvOf(const SpawnRequest& request) {
   return env;
 }
 
-// Four ranks on two nodes; this node runs ranks 2 and 3 (node rank 1).
+// Four ranks on two nodes; this node runs ranks 2 and 3 (node rank 1), and
+// receives only its slice of the placement.
 v1::StartRanks Order() {
   v1::StartRanks order;
   order.set_job_id("j-42");
@@ -41,7 +48,9 @@ v1::StartRanks Order() {
   placement->set_world_size(4);
   placement->set_data_parallel_size(2);
   placement->set_pipeline_parallel_size(2);
-  for (int r = 0; r < 4; ++r) {
+  placement->set_nodes(2);
+  placement->set_ranks_per_node(2);
+  for (int r = 2; r < 4; ++r) {
     v1::RankAssignment* a = placement->add_ranks();
     a->set_global_rank(r);
     a->set_local_rank(r % 2);
@@ -52,16 +61,28 @@ v1::StartRanks Order() {
   }
   order.add_global_ranks(2);
   order.add_global_ranks(3);
-  order.set_checkpoint_dir("/shared/ckpt/j-42");
+  order.set_checkpoint_dir("/shared/ckpt/j-42/gen-3");
   order.mutable_rendezvous_deadline()->set_seconds(1800000000);
-  order.mutable_resume_from()->set_path("/shared/ckpt/j-42/step-100");
+  order.mutable_resume_from()->set_path("/shared/ckpt/j-42/gen-2/step-100");
   order.mutable_resume_from()->set_step(100);
+  order.mutable_resume_from()->set_generation(2);
   (*order.mutable_env())["USER_VAR"] = "x";
-  (*order.mutable_env())["RINGMASTER_RANK"] = "99";  // the worker's value wins
-  (*order.mutable_env())["RINGMASTER_RENDEZVOUS_SECRET"] = "from-the-spec";  // so does the order's secret
   order.set_rendezvous_secret("0123abcd");
   order.mutable_spec()->set_name("tiny");
+  order.mutable_spec()->mutable_parallelism()->set_data(2);
+  order.mutable_spec()->mutable_parallelism()->set_pipeline(2);
+  order.mutable_spec()->mutable_resources()->set_device(v1::ResourceSpec::CUDA);
+  order.mutable_spec()->mutable_data()->set_path("/usr/share/datasets/fashion-mnist");
   return order;
+}
+
+v1::RankContext ReadContext(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  v1::RankContext context;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &context).ok()) << text.str();
+  return context;
 }
 
 class RankLauncherTest : public ::testing::Test {
@@ -77,6 +98,7 @@ class RankLauncherTest : public ::testing::Test {
     options.advertise_host = "node-7.example";
     options.base_env = {"PATH=/usr/bin:/bin", "HOME=/home/rm", "USER_VAR=base"};
     options.default_grace = absl::Seconds(7);
+    options.data_roots = {"/usr/share/datasets"};
     return options;
   }
 
@@ -96,42 +118,54 @@ TEST_F(RankLauncherTest, PrepareFollowsTheTrainerContract) {
   EXPECT_EQ(r2.global_rank, 2);
   const std::string work = dir_.Join("jobs/j-42/gen-3/rank-2");
   EXPECT_EQ(r2.process.path, "/opt/ringmaster/bin/ringmaster-trainer");
-  EXPECT_THAT(r2.process.argv, ElementsAre("/opt/ringmaster/bin/ringmaster-trainer", "--spec", work + "/spec.json",
-                                           "--checkpoint-dir", "/shared/ckpt/j-42"));
+  EXPECT_THAT(r2.process.argv,
+              ElementsAre("/opt/ringmaster/bin/ringmaster-trainer", "--rank-context", work + "/rank.json"));
   EXPECT_EQ(r2.process.cwd, work);
   EXPECT_EQ(r2.process.log_path, dir_.Join("jobs/j-42/gen-3/rank-2.log"));
-  EXPECT_TRUE(testing::FileExists(work + "/spec.json"));
 
+  // The environment is the worker's, the order's, and the CUDA runtime's
+  // device pinning; nothing of the contract travels in it.
   std::map<std::string, std::string> env = EnvOf(r2.process);
   EXPECT_EQ(env["PATH"], "/usr/bin:/bin");
   EXPECT_EQ(env["HOME"], "/home/rm");
   EXPECT_EQ(env["USER_VAR"], "x");
-  EXPECT_EQ(env["RINGMASTER_RANK"], "2");
-  EXPECT_EQ(env["RINGMASTER_WORLD_SIZE"], "4");
-  EXPECT_EQ(env["RINGMASTER_LOCAL_RANK"], "0");
-  EXPECT_EQ(env["RINGMASTER_NODE_RANK"], "1");
-  EXPECT_EQ(env["RINGMASTER_DATA_RANK"], "1");
-  EXPECT_EQ(env["RINGMASTER_PIPELINE_RANK"], "0");
-  EXPECT_EQ(env["RINGMASTER_JOB_ID"], "j-42");
-  EXPECT_EQ(env["RINGMASTER_GENERATION"], "3");
-  EXPECT_EQ(env["RINGMASTER_RENDEZVOUS"], "grpc:unix:" + dir_.Join("agent.sock"));
-  EXPECT_EQ(env["RINGMASTER_RENDEZVOUS_PREFIX"], "j-42/3");
-  EXPECT_EQ(env["RINGMASTER_AGENT"], "unix:" + dir_.Join("agent.sock"));
-  EXPECT_EQ(env["RINGMASTER_RENDEZVOUS_SECRET"], "0123abcd");
-  EXPECT_EQ(env["RINGMASTER_HOST"], "node-7.example");
-  EXPECT_EQ(env["RINGMASTER_RENDEZVOUS_DEADLINE"], "2027-01-15T08:00:00Z");
-  EXPECT_EQ(env["RINGMASTER_RESUME_FROM"], "/shared/ckpt/j-42/step-100");
-  EXPECT_EQ(env["RINGMASTER_RESUME_STEP"], "100");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-aaaa");
   EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+  for (const auto& [key, value] : env) EXPECT_NE(key.rfind("RINGMASTER_", 0), 0u) << key;
+  EXPECT_EQ(EnvOf((*launches)[1].process).count("CUDA_VISIBLE_DEVICES"), 0u);
 
-  std::map<std::string, std::string> env3 = EnvOf((*launches)[1].process);
-  EXPECT_EQ(env3["RINGMASTER_RANK"], "3");
-  EXPECT_EQ(env3["RINGMASTER_LOCAL_RANK"], "1");
-  EXPECT_EQ(env3.count("CUDA_VISIBLE_DEVICES"), 0u);  // a CPU rank
+  // The rank context: the whole contract, readable by its owner only.
+  struct stat st;
+  ASSERT_EQ(stat((work + "/rank.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const v1::RankContext c = ReadContext(work + "/rank.json");
+  EXPECT_EQ(c.job_id(), "j-42");
+  EXPECT_EQ(c.generation(), 3);
+  EXPECT_EQ(c.spec().name(), "tiny");
+  EXPECT_EQ(c.rank().global_rank(), 2);
+  EXPECT_EQ(c.rank().local_rank(), 0);
+  EXPECT_EQ(c.rank().node_rank(), 1);
+  EXPECT_EQ(c.rank().data_rank(), 1);
+  EXPECT_EQ(c.rank().pipeline_rank(), 0);
+  EXPECT_EQ(c.world().world_size(), 4);
+  EXPECT_EQ(c.world().data(), 2);
+  EXPECT_EQ(c.world().pipeline(), 2);
+  EXPECT_EQ(c.world().nodes(), 2);
+  EXPECT_EQ(c.world().ranks_per_node(), 2);
+  EXPECT_EQ(c.rendezvous().address(), "grpc:unix:" + dir_.Join("agent.sock"));
+  EXPECT_EQ(c.rendezvous().secret(), "0123abcd");
+  EXPECT_EQ(c.rendezvous().deadline().seconds(), 1800000000);
+  EXPECT_EQ(c.agent(), "unix:" + dir_.Join("agent.sock"));
+  EXPECT_EQ(c.resume_from().path(), "/shared/ckpt/j-42/gen-2/step-100");
+  EXPECT_EQ(c.resume_from().generation(), 2);
+  EXPECT_EQ(c.checkpoint_dir(), "/shared/ckpt/j-42/gen-3");
+  EXPECT_EQ(c.device().kind(), v1::RankDevice::CUDA);
+  EXPECT_EQ(c.device().gpu_uuid(), "GPU-aaaa");
+  EXPECT_EQ(c.advertise_host(), "node-7.example");
+  EXPECT_EQ(ReadContext((*launches)[1].process.argv[2]).rank().pipeline_rank(), 1);
 }
 
-TEST_F(RankLauncherTest, TheSpecFileLoadsBackAsTheSameSpec) {
+TEST_F(RankLauncherTest, TheContextsSpecIsTheOrdersSpec) {
   const std::string example = "examples/fashion_mnist_cnn.yaml";
   absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile(example);
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -139,10 +173,30 @@ TEST_F(RankLauncherTest, TheSpecFileLoadsBackAsTheSameSpec) {
   *order.mutable_spec() = *spec;
   absl::StatusOr<std::vector<RankLaunch>> launches = launcher_.Prepare(order);
   ASSERT_TRUE(launches.ok()) << launches.status();
-  absl::StatusOr<v1::JobSpec> loaded = LoadJobSpecFile((*launches)[0].process.argv[2]);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*spec, *loaded)) << spec->DebugString() << "\nvs\n"
-                                                                                  << loaded->DebugString();
+  const v1::RankContext c = ReadContext((*launches)[0].process.argv[2]);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*spec, c.spec())) << spec->DebugString() << "\nvs\n"
+                                                                                   << c.spec().DebugString();
+}
+
+TEST_F(RankLauncherTest, ADataPathOutsideTheDataRootsIsRefusedForGood) {
+  for (const std::string path : {"/etc/ringmaster/worker.key", "/usr/share/datasets/../../etc/passwd",
+                                 "/usr/share/datasets2/x"}) {
+    v1::StartRanks order = Order();
+    order.mutable_spec()->mutable_data()->set_path(path);
+    absl::Status status = launcher_.Prepare(order).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << path;
+    EXPECT_EQ(status.message(),
+              absl::StrCat("data.path: ", path,
+                           " is outside this node's data roots (/usr/share/datasets); put the dataset under one of "
+                           "them, or ask the operator to add a root (ringmaster-worker --data-roots)"));
+    v1::StartRanksResult result = launcher_.Start(order);
+    EXPECT_TRUE(result.unrecoverable()) << path;
+    EXPECT_THAT(result.started_ranks(), ElementsAre());
+  }
+  EXPECT_TRUE(control_.spawned().empty());
+  v1::StartRanks synthetic = Order();
+  synthetic.mutable_spec()->mutable_data()->clear_path();
+  EXPECT_TRUE(launcher_.Prepare(synthetic).ok()) << "synthetic data reads no file";
 }
 
 TEST_F(RankLauncherTest, PrepareRejectsBadOrders) {

@@ -79,7 +79,7 @@ class WorkerMainTest : public ::testing::Test {
 TEST_F(WorkerMainTest, RunsRanksServesMetricsAndStopsCleanlyOnSigterm) {
   const std::string trainer = WriteScript(dir_.Join("trainer.sh"),
                                           "echo $$ > \"$PWD/pid\"\n"
-                                          "if [ \"$RINGMASTER_RANK\" = 1 ]; then trap '' TERM; fi\n"
+                                          "if [ \"${PWD##*rank-}\" = 1 ]; then trap '' TERM; fi\n"
                                           "while :; do sleep 0.05; done");
   StartWorker({"--trainer", trainer, "--cpu-slots", "2", "--stop-grace-period", "0.5", "--label", "rack=a3"});
   ASSERT_TRUE(WaitUntil([&] { return coordinator_.service().heartbeats() >= 1; })) << ReadFile(dir_.Join("worker.log"));

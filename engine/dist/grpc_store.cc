@@ -1,6 +1,8 @@
 #include "engine/dist/grpc_store.h"
 
+#include <algorithm>
 #include <chrono>
+#include <random>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -32,14 +34,9 @@ void ToProto(absl::Duration d, google::protobuf::Duration* out) {
   out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d - absl::Seconds(seconds))));
 }
 
-// A client context with the deadline `timeout` from now (none if infinite).
-// Returns the deadline (absl::InfiniteFuture() if none).
-absl::Time Prepare(grpc::ClientContext* context, absl::Duration timeout, bool wait_for_ready) {
-  context->set_wait_for_ready(wait_for_ready);
-  if (timeout == absl::InfiniteDuration()) return absl::InfiniteFuture();
-  const absl::Time deadline = absl::Now() + timeout;
-  context->set_deadline(absl::ToChronoTime(deadline));
-  return deadline;
+// The deadline `timeout` from now (absl::InfiniteFuture() if infinite).
+absl::Time DeadlineIn(absl::Duration timeout) {
+  return timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : absl::Now() + timeout;
 }
 
 }  // namespace
@@ -76,6 +73,25 @@ GrpcStore::GrpcStore(std::unique_ptr<v1::RendezvousService::StubInterface> stub,
     : stub_(std::move(stub)), options_(std::move(options)) {}
 
 std::string GrpcStore::Where() const { return absl::StrCat("grpc store ", options_.target); }
+
+grpc::Status GrpcStore::WithBackoff(absl::Time deadline,
+                                    const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
+  const absl::Time give_up = std::min(deadline, absl::Now() + options_.max_retry_window);
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  absl::Duration backoff = options_.initial_backoff;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(options_.wait_for_ready);
+    if (deadline != absl::InfiniteFuture()) context.set_deadline(absl::ToChronoTime(deadline));
+    grpc::Status status = call(&context);
+    if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) return status;
+    // Half to all of the backoff: callers turned away together come back apart.
+    const absl::Duration sleep = backoff * (0.5 + 0.5 * std::uniform_real_distribution<double>()(jitter));
+    if (absl::Now() + sleep >= give_up) return status;
+    absl::SleepFor(sleep);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
 
 void GrpcStore::FillScope(v1::RendezvousScope* scope) const {
   scope->set_job_id(options_.job_id);
@@ -121,9 +137,9 @@ absl::Status GrpcStore::Set(const std::string& key, const std::string& value) {
   request.set_key(key);
   request.set_value(value);
   v1::KvSetResponse response;
-  grpc::ClientContext context;
-  const absl::Time deadline = Prepare(&context, options_.call_timeout, options_.wait_for_ready);
-  grpc::Status status = stub_->KvSet(&context, request, &response);
+  const absl::Time deadline = DeadlineIn(options_.call_timeout);
+  grpc::Status status =
+      WithBackoff(deadline, [&](grpc::ClientContext* context) { return stub_->KvSet(context, request, &response); });
   if (status.ok()) return absl::OkStatus();
   return FromGrpc(status, Where(), absl::StrCat("set ", Quoted(key)), {}, options_.call_timeout, deadline);
 }
@@ -138,9 +154,9 @@ absl::StatusOr<std::string> GrpcStore::Get(const std::string& key, absl::Duratio
   FillScope(request.mutable_scope());
   request.set_key(key);
   v1::KvGetResponse response;
-  grpc::ClientContext context;
-  const absl::Time deadline = Prepare(&context, options_.call_timeout, options_.wait_for_ready);
-  grpc::Status status = stub_->KvGet(&context, request, &response);
+  const absl::Time deadline = DeadlineIn(options_.call_timeout);
+  grpc::Status status =
+      WithBackoff(deadline, [&](grpc::ClientContext* context) { return stub_->KvGet(context, request, &response); });
   if (!status.ok()) {
     return FromGrpc(status, Where(), absl::StrCat("get ", Quoted(key)), {}, options_.call_timeout, deadline);
   }
@@ -157,9 +173,10 @@ absl::StatusOr<int64_t> GrpcStore::Add(const std::string& key, int64_t delta) {
   request.set_key(key);
   request.set_delta(delta);
   v1::KvAddResponse response;
-  grpc::ClientContext context;
-  const absl::Time deadline = Prepare(&context, options_.call_timeout, options_.wait_for_ready);
-  grpc::Status status = stub_->KvAdd(&context, request, &response);
+  const absl::Time deadline = DeadlineIn(options_.call_timeout);
+  // RESOURCE_EXHAUSTED is answered before anything is added: retrying is safe.
+  grpc::Status status =
+      WithBackoff(deadline, [&](grpc::ClientContext* context) { return stub_->KvAdd(context, request, &response); });
   if (!status.ok()) {
     return FromGrpc(status, Where(), absl::StrCat("add to key ", Quoted(key)), {}, options_.call_timeout, deadline);
   }
@@ -176,16 +193,14 @@ absl::StatusOr<std::vector<std::string>> GrpcStore::WaitFor(const std::vector<st
   v1::KvWaitRequest request;
   FillScope(request.mutable_scope());
   for (const std::string& key : keys) request.add_keys(key);
-  const bool bounded = timeout != absl::InfiniteDuration();
-  // A zero proto timeout means "until the generation's rendezvous deadline";
-  // a non-positive Store timeout means "do not wait": ask for the least wait.
-  const absl::Duration wait = std::max(timeout, absl::Nanoseconds(1));
-  if (bounded) ToProto(wait, request.mutable_timeout());
   v1::KvWaitResponse response;
-  grpc::ClientContext context;
-  const absl::Time deadline =
-      Prepare(&context, bounded ? wait + options_.deadline_slack : absl::InfiniteDuration(), options_.wait_for_ready);
-  grpc::Status status = stub_->KvWait(&context, request, &response);
+  const absl::Time deadline = WaitDeadline(timeout);
+  bool retry = false;
+  grpc::Status status = WithBackoff(deadline, [&](grpc::ClientContext* context) {
+    SetWaitTimeout(timeout, deadline, retry, request.mutable_timeout());
+    retry = true;
+    return stub_->KvWait(context, request, &response);
+  });
   if (!status.ok()) return FromGrpc(status, Where(), "wait", keys, timeout, deadline);
   if (response.values_size() != static_cast<int>(keys.size())) {
     return absl::InternalError(absl::StrCat(Where(), ": wait for ", keys.size(), " keys returned ",
@@ -195,6 +210,60 @@ absl::StatusOr<std::vector<std::string>> GrpcStore::WaitFor(const std::vector<st
   values.reserve(keys.size());
   for (std::string& value : *response.mutable_values()) values.push_back(std::move(value));
   return values;
+}
+
+absl::Time GrpcStore::WaitDeadline(absl::Duration timeout) const {
+  // A non-positive Store timeout means "do not wait": ask for the least wait.
+  return timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                                             : DeadlineIn(std::max(timeout, absl::Nanoseconds(1)) +
+                                                          options_.deadline_slack);
+}
+
+void GrpcStore::SetWaitTimeout(absl::Duration timeout, absl::Time deadline, bool retry,
+                               google::protobuf::Duration* out) const {
+  // A zero proto timeout means "until the generation's rendezvous deadline".
+  if (timeout == absl::InfiniteDuration()) return;
+  // The whole wait, or for a retry what is left of it; at least a
+  // nanosecond (zero would mean none).
+  const absl::Duration wait = retry ? deadline - options_.deadline_slack - absl::Now() : timeout;
+  ToProto(std::max(wait, absl::Nanoseconds(1)), out);
+}
+
+absl::Status GrpcStore::Publish(const std::string& communicator, const std::string& id) {
+  v1::PublishNcclUniqueIdRequest request;
+  FillScope(request.mutable_scope());
+  request.set_communicator(communicator);
+  request.set_unique_id(id);
+  v1::PublishNcclUniqueIdResponse response;
+  const absl::Time deadline = DeadlineIn(options_.call_timeout);
+  grpc::Status status = WithBackoff(
+      deadline, [&](grpc::ClientContext* context) { return stub_->PublishNcclUniqueId(context, request, &response); });
+  if (status.ok()) return absl::OkStatus();
+  return FromGrpc(status, Where(), absl::StrCat("publish the NCCL unique id of ", Quoted(communicator)), {},
+                  options_.call_timeout, deadline);
+}
+
+absl::StatusOr<std::string> GrpcStore::Fetch(const std::string& communicator, absl::Duration timeout) {
+  v1::GetNcclUniqueIdRequest request;
+  FillScope(request.mutable_scope());
+  request.set_communicator(communicator);
+  v1::GetNcclUniqueIdResponse response;
+  const absl::Time deadline = WaitDeadline(timeout);
+  bool retry = false;
+  grpc::Status status = WithBackoff(deadline, [&](grpc::ClientContext* context) {
+    SetWaitTimeout(timeout, deadline, retry, request.mutable_timeout());
+    retry = true;
+    return stub_->GetNcclUniqueId(context, request, &response);
+  });
+  if (!status.ok()) {
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(Where(), ": the NCCL unique id of ", Quoted(communicator),
+                                                      " was not published within ", absl::FormatDuration(timeout)));
+    }
+    return FromGrpc(status, Where(), absl::StrCat("fetch the NCCL unique id of ", Quoted(communicator)), {}, timeout,
+                    deadline);
+  }
+  return std::move(*response.mutable_unique_id());
 }
 
 }  // namespace ringmaster::engine::dist

@@ -1,7 +1,9 @@
 #ifndef RINGMASTER_ENGINE_DIST_GRPC_STORE_H_
 #define RINGMASTER_ENGINE_DIST_GRPC_STORE_H_
 
-// GrpcStore: a dist::Store over the coordinator's RendezvousService, reached
+// GrpcStore: the coordinator's RendezvousService as a dist::Store (the
+// key-value store Gloo needs) and a dist::UniqueIdExchange (the NCCL unique
+// id RPCs, which the coordinator validates and fences per generation), reached
 // through the worker's local socket (the trainer's RINGMASTER_RENDEZVOUS is
 // "grpc:unix:/run/ringmaster/agent.sock") or directly (tests, tools):
 //
@@ -23,8 +25,16 @@
 //           (atomic in the service; the value is decimal text, so Get reads
 //           it; a non-integer value is the service's FAILED_PRECONDITION;
 //           not retried: Add is not idempotent)
+//   Publish -> PublishNcclUniqueId(communicator, id)   gRPC deadline: call_timeout
+//   Fetch   -> GetNcclUniqueId(communicator, timeout)  gRPC deadline: timeout + deadline_slack
 //   An infinite timeout sends no timeout (the generation's rendezvous
 //   deadline bounds the wait) and sets no gRPC deadline.
+//
+// A coordinator at one of its limits answers RESOURCE_EXHAUSTED before doing
+// anything: every call then tries again after a backoff (initial_backoff,
+// doubling up to max_backoff, with jitter), until its deadline (at most
+// max_retry_window when it has none). So a burst of ranks beyond the limit
+// waits its turn instead of failing.
 //
 // Errors keep the service's code, so the caller knows what to do:
 //   UNAVAILABLE        the socket/coordinator cannot be reached (retry the call)
@@ -38,6 +48,7 @@
 // Thread-safe: gRPC stubs are; concurrent calls are independent RPCs.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +57,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/dist/store.h"
+#include "engine/dist/unique_id_exchange.h"
 #include "proto/rendezvous_service.grpc.pb.h"
 
 namespace ringmaster::engine::dist {
@@ -72,9 +84,13 @@ struct GrpcStoreOptions {
   // Queue calls while the channel connects (up to the call's deadline)
   // instead of failing at once with UNAVAILABLE.
   bool wait_for_ready = false;
+  // Backoff after RESOURCE_EXHAUSTED (see above).
+  absl::Duration initial_backoff = absl::Milliseconds(20);
+  absl::Duration max_backoff = absl::Seconds(2);
+  absl::Duration max_retry_window = absl::Minutes(5);
 };
 
-class GrpcStore : public Store {
+class GrpcStore : public Store, public UniqueIdExchange {
  public:
   // Opens an insecure channel to options.target (it connects lazily: an
   // unreachable service shows up as UNAVAILABLE on the first call).
@@ -89,6 +105,9 @@ class GrpcStore : public Store {
   absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
   absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout) override;
 
+  absl::Status Publish(const std::string& communicator, const std::string& id) override;
+  absl::StatusOr<std::string> Fetch(const std::string& communicator, absl::Duration timeout) override;
+
   const GrpcStoreOptions& options() const { return options_; }
 
  private:
@@ -96,6 +115,16 @@ class GrpcStore : public Store {
   absl::StatusOr<std::vector<std::string>> WaitFor(const std::vector<std::string>& keys,
                                                    absl::Duration timeout);
   void FillScope(v1::RendezvousScope* scope) const;
+  // A blocking call's gRPC deadline: its timeout plus deadline_slack.
+  absl::Time WaitDeadline(absl::Duration timeout) const;
+  // The wait a blocking request asks the service for: `timeout`, or on a
+  // retry what is left before `deadline` less the slack (none sent for an
+  // infinite timeout).
+  void SetWaitTimeout(absl::Duration timeout, absl::Time deadline, bool retry, google::protobuf::Duration* out) const;
+  // One attempt of `call` at a time, each with a fresh context whose deadline
+  // is `deadline`, again after a backoff while the coordinator answers
+  // RESOURCE_EXHAUSTED and the deadline allows.
+  grpc::Status WithBackoff(absl::Time deadline, const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
   std::string Where() const;
 
   std::unique_ptr<v1::RendezvousService::StubInterface> stub_;

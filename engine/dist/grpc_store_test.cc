@@ -21,7 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "engine/train/rank_env.h"
+#include "engine/train/join_world.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -62,6 +62,36 @@ class FakeRendezvousService final : public v1::RendezvousService::Service {
   std::vector<std::string> methods() {
     std::lock_guard<std::mutex> lock(mu_);
     return methods_;
+  }
+  // The next `n` calls are turned away with RESOURCE_EXHAUSTED (a coordinator
+  // at its limit of waiting calls).
+  void set_turn_away(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    turn_away_ = n;
+  }
+
+  grpc::Status PublishNcclUniqueId(grpc::ServerContext*, const v1::PublishNcclUniqueIdRequest* request,
+                                   v1::PublishNcclUniqueIdResponse*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (grpc::Status fenced = Record("PublishNcclUniqueId", request->scope()); !fenced.ok()) return fenced;
+    Space(request->scope())["nccl:" + request->communicator()] = request->unique_id();
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetNcclUniqueId(grpc::ServerContext*, const v1::GetNcclUniqueIdRequest* request,
+                               v1::GetNcclUniqueIdResponse* response) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (grpc::Status fenced = Record("GetNcclUniqueId", request->scope()); !fenced.ok()) return fenced;
+    const absl::Duration timeout = FromProto(request->timeout());
+    wait_timeouts_.push_back(timeout);
+    const std::string key = "nccl:" + request->communicator();
+    auto& space = Space(request->scope());
+    if (!cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] { return space.count(key) > 0; })) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no id");
+    }
+    response->set_unique_id(space[key]);
+    return grpc::Status::OK;
   }
 
   grpc::Status KvSet(grpc::ServerContext*, const v1::KvSetRequest* request, v1::KvSetResponse*) override {
@@ -130,6 +160,10 @@ class FakeRendezvousService final : public v1::RendezvousService::Service {
  private:
   grpc::Status Record(const char* method, const v1::RendezvousScope& scope) {
     methods_.push_back(method);
+    if (turn_away_ > 0) {
+      --turn_away_;
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "too many calls are waiting; retry");
+    }
     scopes_.push_back(absl::StrCat(scope.job_id(), "/", scope.generation(), "/", scope.rank()));
     if (scope.generation() < current_generation_) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -146,6 +180,7 @@ class FakeRendezvousService final : public v1::RendezvousService::Service {
   std::condition_variable cv_;
   int64_t current_generation_ = 1;
   bool ignore_timeouts_ = false;
+  int turn_away_ = 0;
   std::map<std::string, std::map<std::string, std::string>> spaces_;
   std::vector<std::string> scopes_;
   std::vector<std::string> methods_;
@@ -345,22 +380,82 @@ TEST(GrpcStoreConnectTest, RejectsMissingTargetAndJob) {
             absl::StrCat("grpc store ", options.target, ": unix socket path longer than 107 bytes"));
 }
 
-// JoinWorld with RINGMASTER_RENDEZVOUS=grpc:ADDRESS: two ranks (threads) meet
-// through the fake service, scoped by RINGMASTER_JOB_ID/RINGMASTER_GENERATION.
+TEST_F(GrpcStoreTest, TheNcclIdGoesThroughTheIdRpcsNotTheKeys) {
+  auto rank0 = NewStore(0);
+  auto rank1 = NewStore(1);
+  const std::string id(128, '\x07');
+  absl::StatusOr<std::string> fetched;
+  std::thread waiter([&] { fetched = rank1->Fetch("world", absl::Seconds(10)); });
+  absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_TRUE(rank0->Publish("world", id).ok());
+  waiter.join();
+  ASSERT_TRUE(fetched.ok()) << fetched.status();
+  EXPECT_EQ(*fetched, id);
+  EXPECT_THAT(service_.methods(), ::testing::UnorderedElementsAre("GetNcclUniqueId", "PublishNcclUniqueId"));
+  EXPECT_THAT(service_.wait_timeouts(), ::testing::ElementsAre(absl::Seconds(10)));
+}
+
+TEST_F(GrpcStoreTest, AnIdNeverPublishedIsDeadlineExceededNamingTheCommunicator) {
+  GrpcStoreOptions options;
+  options.target = target_;
+  options.job_id = "j-42";
+  options.generation = 1;
+  options.deadline_slack = absl::Milliseconds(100);
+  auto store = GrpcStore::Connect(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::string> got = (*store)->Fetch("world", absl::Milliseconds(50));
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded) << got.status();
+}
+
+TEST_F(GrpcStoreTest, CallsTurnedAwayAtALimitComeBackAfterABackoff) {
+  auto store = NewStore(0);
+  service_.set_turn_away(3);
+  ASSERT_TRUE(store->Set("k", "v").ok());
+  EXPECT_THAT(service_.methods(), ::testing::ElementsAre("KvSet", "KvSet", "KvSet", "KvSet"));
+  service_.set_turn_away(2);
+  auto got = store->Fetch("absent", absl::Milliseconds(300));
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded) << "retried, then waited";
+  std::vector<absl::Duration> waits = service_.wait_timeouts();
+  ASSERT_EQ(waits.size(), 1u) << "only the attempt let in waits";
+  EXPECT_LT(waits[0], absl::Milliseconds(300)) << "the retry asks for what is left of the wait";
+}
+
+TEST_F(GrpcStoreTest, AtALimitThatDoesNotLiftTheCallGivesUpAtItsDeadline) {
+  GrpcStoreOptions options;
+  options.target = target_;
+  options.job_id = "j-42";
+  options.generation = 1;
+  options.call_timeout = absl::Milliseconds(200);
+  auto store = GrpcStore::Connect(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  service_.set_turn_away(1000000);
+  const absl::Time start = absl::Now();
+  absl::Status status = (*store)->Set("k", "v");
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_GT(service_.methods().size(), 1u);
+}
+
+// JoinWorld with a grpc: rendezvous in its rank context: two ranks (threads)
+// meet through the fake service, every call scoped by the context's job,
+// generation and rank.
 TEST_F(GrpcStoreTest, JoinWorldOverTheGrpcRendezvous) {
   service_.set_current_generation(5);
-  ::setenv("RINGMASTER_JOB_ID", "j-7", 1);
-  ::setenv("RINGMASTER_GENERATION", "5", 1);
   std::vector<absl::Status> results(2);
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < 2; ++rank) {
     ranks.emplace_back([&, rank] {
-      auto env = ResolveRankEnv(rank, 2, rank, absl::StrCat("grpc:", target_));
-      if (!env.ok()) {
-        results[rank] = env.status();
-        return;
-      }
-      auto group = JoinWorld(*env, absl::Seconds(20));
+      v1::RankContext context;
+      context.set_job_id("j-7");
+      context.set_generation(5);
+      context.mutable_rank()->set_global_rank(rank);
+      context.mutable_rank()->set_local_rank(rank);
+      context.mutable_rank()->set_data_rank(rank);
+      context.mutable_world()->set_world_size(2);
+      context.mutable_rendezvous()->set_address(absl::StrCat("grpc:", target_));
+      JoinOptions options;
+      options.timeout = absl::Seconds(20);
+      auto group = JoinWorld(context, options);
       if (!group.ok()) {
         results[rank] = group.status();
         return;
@@ -374,20 +469,6 @@ TEST_F(GrpcStoreTest, JoinWorldOverTheGrpcRendezvous) {
   std::vector<std::string> scopes = service_.scopes();
   ASSERT_FALSE(scopes.empty());
   for (const std::string& scope : scopes) EXPECT_THAT(scope, StartsWith("j-7/5/"));
-}
-
-TEST(JoinWorldGrpcTest, BadGenerationIsInvalidArgument) {
-  ::setenv("RINGMASTER_JOB_ID", "j-7", 1);
-  ::setenv("RINGMASTER_GENERATION", "three", 1);
-  auto env = ResolveRankEnv(0, 2, 0, "grpc:unix:/nowhere.sock");
-  ASSERT_TRUE(env.ok()) << env.status();
-  auto group = JoinWorld(*env, absl::Seconds(1));
-  EXPECT_EQ(group.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(group.status().message(), "RINGMASTER_GENERATION: expected an integer, got \"three\"");
-  ::unsetenv("RINGMASTER_JOB_ID");
-  ::setenv("RINGMASTER_GENERATION", "3", 1);
-  group = JoinWorld(*env, absl::Seconds(1));
-  EXPECT_EQ(group.status().message(), "RINGMASTER_JOB_ID: required with a grpc: rendezvous");
 }
 
 }  // namespace

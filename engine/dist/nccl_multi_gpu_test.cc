@@ -36,6 +36,7 @@ int DeviceCount() {
 // one store. Failures inside threads are recorded by gtest (thread-safe).
 void RunRanks(int size, absl::Duration timeout, const std::function<void(NcclProcessGroup&)>& body) {
   FakeStore store;
+  StoreUniqueIdExchange ids(&store);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < size; ++rank) {
     threads.emplace_back([&, rank] {
@@ -44,9 +45,9 @@ void RunRanks(int size, absl::Duration timeout, const std::function<void(NcclPro
       options.size = size;
       options.device = rank;
       options.timeout = timeout;
-      options.key_prefix = "multi";
+      options.communicator = "multi";
       options.name = "dp";
-      auto group = NcclProcessGroup::Create(&store, options);
+      auto group = NcclProcessGroup::Create(&ids, options);
       ASSERT_TRUE(group.ok()) << group.status();
       body(**group);
     });
@@ -175,9 +176,10 @@ TEST(NcclMultiGpuTest, ARankThatStopsTakingPartIsDeadlineExceededThenAborted) {
 TEST(NcclMultiGpuTest, ATensorOnAnotherGpuIsInvalid) {
   REQUIRE_GPUS(2);
   FakeStore store;
+  StoreUniqueIdExchange ids(&store);
   NcclGroupOptions options;
   options.timeout = absl::Seconds(60);
-  auto group = NcclProcessGroup::Create(&store, options);  // rank 0 of 1, GPU 0
+  auto group = NcclProcessGroup::Create(&ids, options);  // rank 0 of 1, GPU 0
   ASSERT_TRUE(group.ok()) << group.status();
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   auto elsewhere = DeviceTensor::Zeros({4});

@@ -33,8 +33,9 @@ absl::Status SelectDevice(int device) {
   return absl::OkStatus();
 }
 
-absl::Status CheckOptions(const Store* store, const NcclGroupOptions& options) {
-  if (store == nullptr) return absl::InvalidArgumentError("no Store to exchange the NCCL unique id through");
+absl::Status CheckOptions(const UniqueIdExchange* ids, const NcclGroupOptions& options) {
+  if (ids == nullptr) return absl::InvalidArgumentError("nothing to exchange the NCCL unique id through");
+  if (options.communicator.empty()) return absl::InvalidArgumentError("communicator: a name is required");
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
     return absl::InvalidArgumentError(
         absl::StrFormat("rank %d is not a rank of a group of %d", options.rank, options.size));
@@ -53,19 +54,19 @@ NcclProcessGroup::NcclProcessGroup(int rank, int size, int device, absl::Duratio
                                    Clock* clock)
     : ProcessGroup(timeout), rank_(rank), size_(size), device_(device), name_(std::move(name)), clock_(clock) {}
 
-absl::StatusOr<std::unique_ptr<NcclProcessGroup>> NcclProcessGroup::Create(Store* store,
+absl::StatusOr<std::unique_ptr<NcclProcessGroup>> NcclProcessGroup::Create(UniqueIdExchange* ids,
                                                                           const NcclGroupOptions& options) {
   const std::string context = absl::StrFormat("joining NCCL group %s as rank %d on CUDA device %d",
                                               GroupName(options.name, options.size), options.rank,
                                               options.device);
-  RETURN_IF_ERROR(Annotate(CheckOptions(store, options), context));
+  RETURN_IF_ERROR(Annotate(CheckOptions(ids, options), context));
   Clock* clock = options.clock != nullptr ? options.clock : Clock::Real();
   const absl::Time deadline = clock->Now() + options.timeout;
 
   // The device first: a rank that cannot take part publishes no id.
   RETURN_IF_ERROR(Annotate(SelectDevice(options.device), context));
-  absl::StatusOr<ncclUniqueId> id = ExchangeNcclUniqueId(*store, NcclUniqueIdKey(options.key_prefix),
-                                                         options.rank, deadline - clock->Now());
+  absl::StatusOr<ncclUniqueId> id =
+      ExchangeNcclUniqueId(*ids, options.communicator, options.rank, deadline - clock->Now());
   if (!id.ok()) return Annotate(id.status(), context);
 
   std::unique_ptr<NcclProcessGroup> group(

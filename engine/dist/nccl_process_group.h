@@ -60,7 +60,7 @@
 #include "engine/core/tensor.h"
 #include "engine/dist/nccl_comm.h"
 #include "engine/dist/process_group.h"
-#include "engine/dist/store.h"
+#include "engine/dist/unique_id_exchange.h"
 
 namespace ringmaster::engine::dist {
 
@@ -73,9 +73,9 @@ struct NcclGroupOptions {
   // Bounds the whole Create (id exchange and communicator init), each call,
   // each Wait, and the finalize at destruction.
   absl::Duration timeout = absl::Minutes(5);
-  // Scopes the Store keys (job, generation, communicator); the unique id is at
-  // NcclUniqueIdKey(key_prefix).
-  std::string key_prefix;
+  // The communicator's name in the id exchange, unique within the job's
+  // generation ("world"; sub-groups are split from it and need no id).
+  std::string communicator = "world";
   // The group in messages: "<name>[<size> ranks]".
   std::string name = "world";
   // Deadlines and poll sleeps; Clock::Real() when null.
@@ -113,10 +113,10 @@ class NcclProcessGroup final : public ProcessGroup {
 
   // Joins the group: checks `options` (INVALID_ARGUMENT), sets the device
   // (FAILED_PRECONDITION when there is no usable CUDA device or not that
-  // many), exchanges the unique id through `store` (rank 0 publishes; others
+  // many), exchanges the unique id through `ids` (rank 0 publishes; others
   // wait), and initializes the communicator, all within options.timeout
   // (DEADLINE_EXCEEDED, communicator aborted, when a rank does not join).
-  static absl::StatusOr<std::unique_ptr<NcclProcessGroup>> Create(Store* store,
+  static absl::StatusOr<std::unique_ptr<NcclProcessGroup>> Create(UniqueIdExchange* ids,
                                                                   const NcclGroupOptions& options);
   // Finalizes and destroys the communicator (aborts it when broken or when
   // the finalize does not finish within timeout()).

@@ -33,7 +33,7 @@ NcclGroupOptions Options(int rank, int size, absl::Duration timeout = absl::Seco
   options.size = size;
   options.device = 0;
   options.timeout = timeout;
-  options.key_prefix = "test";
+  options.communicator = "test";
   return options;
 }
 
@@ -41,16 +41,17 @@ NcclGroupOptions Options(int rank, int size, absl::Duration timeout = absl::Seco
 
 TEST(NcclProcessGroupTest, InvalidOptionsAreRejectedBeforeAnyCudaCall) {
   FakeStore store;
+  StoreUniqueIdExchange ids(&store);
   absl::StatusOr<std::unique_ptr<NcclProcessGroup>> no_store = NcclProcessGroup::Create(nullptr, Options(0, 1));
   EXPECT_EQ(no_store.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(no_store.status().message(),
-            "joining NCCL group world[1 ranks] as rank 0 on CUDA device 0: no Store to exchange the NCCL "
+            "joining NCCL group world[1 ranks] as rank 0 on CUDA device 0: nothing to exchange the NCCL "
             "unique id through");
-  auto bad_rank = NcclProcessGroup::Create(&store, Options(2, 2));
+  auto bad_rank = NcclProcessGroup::Create(&ids, Options(2, 2));
   EXPECT_EQ(bad_rank.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad_rank.status().message(),
             "joining NCCL group world[2 ranks] as rank 2 on CUDA device 0: rank 2 is not a rank of a group of 2");
-  auto bad_timeout = NcclProcessGroup::Create(&store, Options(0, 1, absl::ZeroDuration()));
+  auto bad_timeout = NcclProcessGroup::Create(&ids, Options(0, 1, absl::ZeroDuration()));
   EXPECT_EQ(bad_timeout.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(store.set_keys().empty());
 }
@@ -58,8 +59,9 @@ TEST(NcclProcessGroupTest, InvalidOptionsAreRejectedBeforeAnyCudaCall) {
 TEST(NcclProcessGroupTest, WithoutADeviceCreateIsAFailedPreconditionAndPublishesNothing) {
   if (DeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present: see the device tests";
   FakeStore store;
+  StoreUniqueIdExchange ids(&store);
   const absl::Time start = absl::Now();
-  auto group = NcclProcessGroup::Create(&store, Options(0, 2));
+  auto group = NcclProcessGroup::Create(&ids, Options(0, 2));
   EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "fails fast, never waits for the timeout";
   EXPECT_EQ(group.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StartsWith(group.status().message(),
@@ -74,9 +76,10 @@ TEST(NcclProcessGroupTest, WithoutADeviceCreateIsAFailedPreconditionAndPublishes
 TEST(NcclProcessGroupTest, ADeviceBeyondTheVisibleOnesIsAFailedPrecondition) {
   REQUIRE_DEVICE();
   FakeStore store;
+  StoreUniqueIdExchange ids(&store);
   NcclGroupOptions options = Options(0, 1);
   options.device = DeviceCount();
-  auto group = NcclProcessGroup::Create(&store, options);
+  auto group = NcclProcessGroup::Create(&ids, options);
   EXPECT_EQ(group.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StrContains(group.status().message(), "was asked for but")) << group.status();
 }
@@ -84,7 +87,8 @@ TEST(NcclProcessGroupTest, ADeviceBeyondTheVisibleOnesIsAFailedPrecondition) {
 TEST(NcclProcessGroupTest, OneRankRunsEveryOperation) {
   REQUIRE_DEVICE();
   FakeStore store;
-  auto created = NcclProcessGroup::Create(&store, Options(0, 1));
+  StoreUniqueIdExchange ids(&store);
+  auto created = NcclProcessGroup::Create(&ids, Options(0, 1));
   ASSERT_TRUE(created.ok()) << created.status();
   NcclProcessGroup& group = **created;
   EXPECT_EQ(group.name(), "world[1 ranks]");
@@ -122,7 +126,8 @@ TEST(NcclProcessGroupTest, OneRankRunsEveryOperation) {
 TEST(NcclProcessGroupTest, EnqueuedWorkIsWaitedForOnTheHostOrOnAStream) {
   REQUIRE_DEVICE();
   FakeStore store;
-  auto group = NcclProcessGroup::Create(&store, Options(0, 1));
+  StoreUniqueIdExchange ids(&store);
+  auto group = NcclProcessGroup::Create(&ids, Options(0, 1));
   ASSERT_TRUE(group.ok()) << group.status();
   auto a = DeviceTensor::FromFloats({2}, {1, 2});
   auto b = DeviceTensor::FromFloats({2}, {3, 4});
@@ -142,7 +147,8 @@ TEST(NcclProcessGroupTest, EnqueuedWorkIsWaitedForOnTheHostOrOnAStream) {
 TEST(NcclProcessGroupTest, SubGroupOfOneRank) {
   REQUIRE_DEVICE();
   FakeStore store;
-  auto group = NcclProcessGroup::Create(&store, Options(0, 1));
+  StoreUniqueIdExchange ids(&store);
+  auto group = NcclProcessGroup::Create(&ids, Options(0, 1));
   ASSERT_TRUE(group.ok()) << group.status();
   auto sub = (*group)->NewGroup({0}, "dp");
   ASSERT_TRUE(sub.ok()) << sub.status();
@@ -157,7 +163,8 @@ TEST(NcclProcessGroupTest, SubGroupOfOneRank) {
 TEST(NcclProcessGroupTest, BadArgumentsBreakTheGroup) {
   REQUIRE_DEVICE();
   FakeStore store;
-  auto group = NcclProcessGroup::Create(&store, Options(0, 1));
+  StoreUniqueIdExchange ids(&store);
+  auto group = NcclProcessGroup::Create(&ids, Options(0, 1));
   ASSERT_TRUE(group.ok()) << group.status();
   absl::Status host = (*group)->AllReduce(Tensor::Zeros({4}), ReduceOp::kSum);
   EXPECT_EQ(host.code(), absl::StatusCode::kInvalidArgument);
@@ -176,7 +183,8 @@ TEST(NcclProcessGroupTest, BadArgumentsBreakTheGroup) {
 TEST(NcclProcessGroupTest, SendToItselfIsRejected) {
   REQUIRE_DEVICE();
   FakeStore store;
-  auto group = NcclProcessGroup::Create(&store, Options(0, 1));
+  StoreUniqueIdExchange ids(&store);
+  auto group = NcclProcessGroup::Create(&ids, Options(0, 1));
   ASSERT_TRUE(group.ok()) << group.status();
   auto t = DeviceTensor::Zeros({2});
   absl::Status status = (*group)->Send(t->tensor(), 0, /*tag=*/0);
@@ -188,7 +196,8 @@ TEST(NcclProcessGroupTest, SendToItselfIsRejected) {
 TEST(NcclProcessGroupTest, ReducingIntegersIsInvalid) {
   REQUIRE_DEVICE();
   FakeStore store;
-  auto group = NcclProcessGroup::Create(&store, Options(0, 1));
+  StoreUniqueIdExchange ids(&store);
+  auto group = NcclProcessGroup::Create(&ids, Options(0, 1));
   ASSERT_TRUE(group.ok()) << group.status();
   auto t = DeviceTensor::Zeros({2}, DType::kI32);
   absl::Status status = (*group)->AllReduce(t->tensor(), ReduceOp::kSum);
@@ -199,10 +208,11 @@ TEST(NcclProcessGroupTest, ReducingIntegersIsInvalid) {
 TEST(NcclProcessGroupTest, APeerThatNeverJoinsIsDeadlineExceededWithinTheTimeout) {
   REQUIRE_DEVICE();
   FakeStore store;
+  StoreUniqueIdExchange ids(&store);
   const absl::Duration timeout = absl::Seconds(3);
   const absl::Time start = absl::Now();
   // Rank 0 publishes the id and starts the init; rank 1 never comes.
-  auto group = NcclProcessGroup::Create(&store, Options(0, 2, timeout));
+  auto group = NcclProcessGroup::Create(&ids, Options(0, 2, timeout));
   const absl::Duration waited = absl::Now() - start;
   EXPECT_EQ(group.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(absl::StrContains(group.status().message(),
@@ -216,10 +226,11 @@ TEST(NcclProcessGroupTest, APeerThatNeverJoinsIsDeadlineExceededWithinTheTimeout
 TEST(NcclProcessGroupTest, WithoutRankZeroTheOthersTimeOutWaitingForTheId) {
   REQUIRE_DEVICE();
   FakeStore store;
-  auto group = NcclProcessGroup::Create(&store, Options(1, 2, absl::Milliseconds(300)));
+  StoreUniqueIdExchange ids(&store);
+  auto group = NcclProcessGroup::Create(&ids, Options(1, 2, absl::Milliseconds(300)));
   EXPECT_EQ(group.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_TRUE(absl::StrContains(group.status().message(), "for rank 0 to publish the NCCL unique id at "
-                                                          "test/nccl_unique_id"))
+  EXPECT_TRUE(absl::StrContains(group.status().message(), "for rank 0 to publish the NCCL unique id of "
+                                                          "communicator \"test\""))
       << group.status();
 }
 

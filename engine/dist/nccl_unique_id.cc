@@ -9,31 +9,27 @@
 #include "engine/dist/nccl_comm.h"
 
 namespace ringmaster::engine::dist {
-
-std::string NcclUniqueIdKey(const std::string& key_prefix) {
-  return key_prefix.empty() ? "nccl_unique_id" : absl::StrCat(key_prefix, "/nccl_unique_id");
-}
-
 namespace {
 
-absl::StatusOr<ncclUniqueId> PublishNew(Store& store, const std::string& key) {
+std::string Named(const std::string& communicator) { return absl::StrCat("communicator \"", communicator, "\""); }
+
+absl::StatusOr<ncclUniqueId> PublishNew(UniqueIdExchange& ids, const std::string& communicator) {
   ncclUniqueId id;
   NCCL_RETURN_IF_ERROR(ncclGetUniqueId(&id));
-  RETURN_IF_ERROR(Annotate(store.Set(key, std::string(id.internal, sizeof id.internal)),
-                           absl::StrCat("publishing the NCCL unique id at ", key)));
+  RETURN_IF_ERROR(Annotate(ids.Publish(communicator, std::string(id.internal, sizeof id.internal)),
+                           absl::StrCat("publishing the NCCL unique id of ", Named(communicator))));
   return id;
 }
 
-absl::StatusOr<ncclUniqueId> Fetch(Store& store, const std::string& key, absl::Duration timeout) {
-  absl::StatusOr<std::string> value = store.Get(key, timeout);
+absl::StatusOr<ncclUniqueId> Fetch(UniqueIdExchange& ids, const std::string& communicator, absl::Duration timeout) {
+  absl::StatusOr<std::string> value = ids.Fetch(communicator, timeout);
   if (!value.ok()) {
-    return Annotate(value.status(),
-                    absl::StrCat("waiting ", absl::FormatDuration(timeout),
-                                 " for rank 0 to publish the NCCL unique id at ", key));
+    return Annotate(value.status(), absl::StrCat("waiting ", absl::FormatDuration(timeout),
+                                                 " for rank 0 to publish the NCCL unique id of ", Named(communicator)));
   }
   ncclUniqueId id;
   if (value->size() != sizeof id.internal) {
-    return absl::DataLossError(absl::StrFormat("the NCCL unique id at %s has %d bytes, not %d", key,
+    return absl::DataLossError(absl::StrFormat("the NCCL unique id of %s has %d bytes, not %d", Named(communicator),
                                                value->size(), sizeof id.internal));
   }
   std::memcpy(id.internal, value->data(), sizeof id.internal);
@@ -42,9 +38,9 @@ absl::StatusOr<ncclUniqueId> Fetch(Store& store, const std::string& key, absl::D
 
 }  // namespace
 
-absl::StatusOr<ncclUniqueId> ExchangeNcclUniqueId(Store& store, const std::string& key, int rank,
+absl::StatusOr<ncclUniqueId> ExchangeNcclUniqueId(UniqueIdExchange& ids, const std::string& communicator, int rank,
                                                   absl::Duration timeout) {
-  return rank == 0 ? PublishNew(store, key) : Fetch(store, key, timeout);
+  return rank == 0 ? PublishNew(ids, communicator) : Fetch(ids, communicator, timeout);
 }
 
 }  // namespace ringmaster::engine::dist

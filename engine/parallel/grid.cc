@@ -24,9 +24,16 @@ std::vector<int> GridLayout::PipelineGroupRanks(int data) const {
   return ranks;
 }
 
-absl::StatusOr<std::unique_ptr<Grid>> Grid::Create(dist::ProcessGroup& world, int data, int pipeline) {
+absl::StatusOr<std::unique_ptr<Grid>> Grid::Create(dist::ProcessGroup& world, int data, int pipeline,
+                                                   GridCoord coord) {
   ASSIGN_OR_RETURN(GridLayout layout, GridLayout::Create(world.size(), data, pipeline));
-  std::unique_ptr<Grid> grid(new Grid(layout, layout.CoordOf(world.rank())));
+  if (coord.data < 0 || coord.data >= data || coord.stage < 0 || coord.stage >= pipeline ||
+      layout.RankOf(coord) != world.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat("grid: data_rank ", coord.data, ", pipeline_rank ", coord.stage,
+                                                   " is not the place of rank ", world.rank(), " in a data ", data,
+                                                   " x pipeline ", pipeline, " grid"));
+  }
+  std::unique_ptr<Grid> grid(new Grid(layout, coord));
   for (int s = 0; s < pipeline; ++s) {
     ASSIGN_OR_RETURN(std::unique_ptr<dist::ProcessGroup> g,
                      world.NewGroup(layout.DataGroupRanks(s), absl::StrCat("dp.stage", s)));

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/rank_layout.h"
 #include "engine/dist/process_group.h"
 
 namespace ringmaster::engine::parallel {
@@ -47,8 +48,12 @@ class GridLayout {
   int data() const { return data_; }
   int pipeline() const { return pipeline_; }
   int world_size() const { return data_ * pipeline_; }
-  int RankOf(GridCoord coord) const { return coord.data * pipeline_ + coord.stage; }
-  GridCoord CoordOf(int rank) const { return {rank / pipeline_, rank % pipeline_}; }
+  // common/rank_layout.h: the coordinator numbers ranks the same way.
+  int RankOf(GridCoord coord) const { return GlobalRankOf({coord.data, coord.stage}, pipeline_); }
+  GridCoord CoordOf(int rank) const {
+    const GridPosition p = GridPositionOf(rank, pipeline_);
+    return {p.data, p.pipeline};
+  }
   // The ranks holding `stage`, by data index (a data-parallel group).
   std::vector<int> DataGroupRanks(int stage) const;
   // The stages of replica `data`, in stage order (a pipeline group).
@@ -62,7 +67,11 @@ class GridLayout {
 class Grid {
  public:
   // Collective over `world` (every rank calls it with the same D and P).
-  static absl::StatusOr<std::unique_ptr<Grid>> Create(dist::ProcessGroup& world, int data, int pipeline);
+  // `coord` is this rank's place as its rank context states it (the
+  // coordinator assigned it); INVALID_ARGUMENT when it is not world.rank()'s
+  // place in a D x P grid.
+  static absl::StatusOr<std::unique_ptr<Grid>> Create(dist::ProcessGroup& world, int data, int pipeline,
+                                                      GridCoord coord);
 
   const GridLayout& layout() const { return layout_; }
   GridCoord coord() const { return coord_; }

@@ -40,7 +40,8 @@ TEST(GridTest, EveryRankGetsItsDataAndPipelineGroups) {
   for (int r = 0; r < kData * kPipe; ++r) {
     threads.emplace_back([&, r] {
       auto group = world->Group(r);
-      absl::StatusOr<std::unique_ptr<Grid>> grid = Grid::Create(*group, kData, kPipe);
+      // The coordinator's numbering (common/rank_layout.h): replica r / P, stage r % P.
+      absl::StatusOr<std::unique_ptr<Grid>> grid = Grid::Create(*group, kData, kPipe, {r / kPipe, r % kPipe});
       if (!grid.ok()) {
         status[r] = grid.status();
         return;
@@ -76,7 +77,15 @@ TEST(GridTest, EveryRankGetsItsDataAndPipelineGroups) {
 TEST(GridTest, MismatchedWorldIsAnError) {
   auto world = dist::InProcessWorld::Create(1);
   auto group = world->Group(0);
-  EXPECT_EQ(Grid::Create(*group, 2, 2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Grid::Create(*group, 2, 2, {0, 0}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GridTest, ACoordinateThatIsNotTheRanksPlaceIsAnError) {
+  auto world = dist::InProcessWorld::Create(1);
+  auto group = world->Group(0);
+  absl::Status status = Grid::Create(*group, 1, 1, {0, 1}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "grid: data_rank 0, pipeline_rank 1 is not the place of rank 0 in a data 1 x pipeline 1 grid");
 }
 
 nn::ModelConfig TinyGpt() {

@@ -154,6 +154,7 @@ TEST(ZeroNcclTest, MatchesTheCpuTwinOnEveryRank) {
   std::vector<RankResult> gpu(kRanks);
   {
     dist::testing::FakeStore store;
+    dist::StoreUniqueIdExchange ids(&store);
     std::vector<std::thread> threads;
     for (int r = 0; r < kRanks; ++r) {
       threads.emplace_back([&, r] {
@@ -166,9 +167,9 @@ TEST(ZeroNcclTest, MatchesTheCpuTwinOnEveryRank) {
         options.size = kRanks;
         options.device = r;
         options.timeout = absl::Seconds(60);
-        options.key_prefix = "zero";
+        options.communicator = "zero";
         options.name = "dp";
-        auto group = dist::NcclProcessGroup::Create(&store, options);
+        auto group = dist::NcclProcessGroup::Create(&ids, options);
         ASSERT_TRUE(group.ok()) << group.status();
         (*group)->SetComputeStream((*backend)->compute_stream());
         RunRank(in, r, **group, **backend, &gpu[r], (*backend)->compute_stream());

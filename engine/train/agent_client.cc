@@ -45,17 +45,10 @@ int64_t PeakRssBytes() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::FromEnv(int global_rank, absl::Duration interval) {
-  const char* target = std::getenv("RINGMASTER_AGENT");
-  if (target == nullptr || *target == '\0') return std::unique_ptr<AgentClient>();
-  const char* job = std::getenv("RINGMASTER_JOB_ID");
-  if (job == nullptr || *job == '\0') return absl::InvalidArgumentError("RINGMASTER_JOB_ID: required with RINGMASTER_AGENT");
-  int64_t generation = 0;
-  const char* gen = std::getenv("RINGMASTER_GENERATION");
-  if (gen != nullptr && !absl::SimpleAtoi(gen, &generation)) {
-    return absl::InvalidArgumentError(absl::StrCat("RINGMASTER_GENERATION: expected an integer, got \"", gen, "\""));
-  }
-  return std::unique_ptr<AgentClient>(new AgentClient(target, job, generation, global_rank, interval));
+std::unique_ptr<AgentClient> AgentClient::Connect(const v1::RankContext& context, absl::Duration interval) {
+  if (context.agent().empty()) return nullptr;
+  return std::unique_ptr<AgentClient>(new AgentClient(context.agent(), context.job_id(), context.generation(),
+                                                      context.rank().global_rank(), interval));
 }
 
 AgentClient::AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval)
@@ -154,15 +147,61 @@ bool AgentClient::stop_requested() const {
 }
 
 absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages) {
-  ASSIGN_OR_RETURN(Manifest manifest, VerifyCheckpoint(path));
   v1::CommitCheckpointRequest request;
-  request.set_job_id(job_);
-  request.set_generation(generation_);
   request.set_step(step);
-  request.set_path(path);
-  request.set_rank(rank_);
   request.set_pipeline_stage(stage);
   request.set_pipeline_stages(stages);
+  return Commit(std::move(request), path);
+}
+
+absl::Status AgentClient::CommitWholeModel(int64_t step, const std::string& path, int stages) {
+  v1::CommitCheckpointRequest request;
+  request.set_step(step);
+  request.set_pipeline_stage(0);
+  request.set_pipeline_stages(stages);
+  request.set_whole_model(true);
+  return Commit(std::move(request), path);
+}
+
+absl::Status AgentClient::RetryUnavailable(const std::string& what,
+                                           const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+  // Commits and reports are idempotent: while the coordinator cannot be
+  // reached (it is restarting) they are retried, training paused, for up to
+  // kCommitPatience.
+  const absl::Time give_up = absl::Now() + kCommitPatience;
+  absl::Duration backoff = absl::Milliseconds(250);
+  for (;;) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status status = call(&context);
+    const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!transient || absl::Now() + backoff > give_up) return FromGrpc(status, what);
+    spdlog::warn("{} not answered ({}); retrying in {}", what, status.error_message(), absl::FormatDuration(backoff));
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(4));
+  }
+}
+
+absl::Status AgentClient::ReportDamaged(const v1::CheckpointInfo& checkpoint, const std::string& damage) {
+  v1::ReportDamagedCheckpointRequest request;
+  request.set_job_id(job_);
+  request.set_generation(generation_);
+  request.set_rank(rank_);
+  request.set_checkpoint_generation(checkpoint.generation());
+  request.set_checkpoint_step(checkpoint.step());
+  request.set_reason(damage);
+  v1::ReportDamagedCheckpointResponse response;
+  return RetryUnavailable(absl::StrCat("report of damaged checkpoint ", checkpoint.path()),
+                          [&](grpc::ClientContext* c) { return checkpoints_->ReportDamaged(c, request, &response); });
+}
+
+absl::Status AgentClient::Commit(v1::CommitCheckpointRequest request, const std::string& path) {
+  ASSIGN_OR_RETURN(Manifest manifest, VerifyCheckpoint(path));
+  request.set_job_id(job_);
+  request.set_generation(generation_);
+  request.set_path(path);
+  request.set_rank(rank_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     const bool known = handed_back_ != absl::InfinitePast();
@@ -175,34 +214,26 @@ absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path
     file->mutable_checksum()->set_algorithm(v1::FileChecksum::SHA256);
     file->mutable_checksum()->set_hex(entry.sha256);
   }
-  // A commit is idempotent: while the coordinator cannot be reached (it is
-  // restarting) it is retried, training paused, for up to kCommitPatience.
   v1::CommitCheckpointResponse response;
-  const absl::Time give_up = absl::Now() + kCommitPatience;
-  absl::Duration backoff = absl::Milliseconds(250);
-  for (;;) {
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    grpc::Status status = checkpoints_->Commit(&context, request, &response);
-    const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-    if (!transient || absl::Now() + backoff > give_up) {
-      RETURN_IF_ERROR(FromGrpc(status, absl::StrCat("commit of checkpoint ", path)));
-      break;
-    }
-    spdlog::warn("commit of checkpoint {} not answered ({}); retrying in {}", path, status.error_message(),
-                 absl::FormatDuration(backoff));
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(4));
-  }
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  RETURN_IF_ERROR(RetryUnavailable(absl::StrCat("commit of checkpoint ", path),
+                                   [&](grpc::ClientContext* c) { return checkpoints_->Commit(c, request, &response); }));
+  // Pruned checkpoints lie in this job's directory: <job dir>/gen-<g>/step-<n>.
+  const std::filesystem::path generation_dir = std::filesystem::path(path).parent_path();
+  const std::filesystem::path job_dir = generation_dir.parent_path();
   for (const std::string& pruned : response.prune_paths()) {
-    if (std::filesystem::path(pruned).parent_path() != parent) {
-      spdlog::warn("not pruning {}: outside the checkpoint directory {}", pruned, parent.string());
+    const std::filesystem::path pruned_generation = std::filesystem::path(pruned).parent_path();
+    if (pruned_generation.parent_path() != job_dir) {
+      spdlog::warn("not pruning {}: outside the job's checkpoint directory {}", pruned, job_dir.string());
       continue;
     }
     if (absl::Status s = RemoveCheckpoint(pruned); !s.ok()) {
       spdlog::warn("could not remove pruned checkpoint: {}", s.ToString());
+      continue;
+    }
+    // An older generation's directory goes with its last checkpoint.
+    std::error_code ec;
+    if (pruned_generation != generation_dir && std::filesystem::is_empty(pruned_generation, ec)) {
+      std::filesystem::remove(pruned_generation, ec);
     }
   }
   return absl::OkStatus();

@@ -5,16 +5,17 @@
 // agent socket, ARCHITECTURE.md section 5): step metrics up, checkpoint commits
 // up, and the coordinator's request to stop down.
 //
-// Environment set by the worker: RINGMASTER_AGENT (a gRPC target, e.g.
-// unix:/var/lib/ringmaster/worker/agent.sock), RINGMASTER_JOB_ID,
-// RINGMASTER_GENERATION. Without RINGMASTER_AGENT there is no worker (a
-// standalone run) and FromEnv returns nullptr.
+// Its rank context (proto/rank_context.proto) names the worker's socket
+// (agent, e.g. unix:/var/lib/ringmaster/worker/agent.sock), the job, the
+// generation and the rank. Without an agent there is no worker (a
+// standalone run) and Connect returns nullptr.
 //
 // ReportStep never blocks the training step: it keeps the latest metrics and a
 // sender thread forwards them at most every `interval`. CommitCheckpoint is a
 // blocking call (rank 0, after a checkpoint is written). Thread-safe.
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,14 +27,14 @@
 #include "engine/train/trainer.h"
 #include "proto/agent_service.grpc.pb.h"
 #include "proto/checkpoint_service.grpc.pb.h"
+#include "proto/rank_context.pb.h"
 
 namespace ringmaster::engine {
 
 class AgentClient {
  public:
-  // nullptr (and OK) when RINGMASTER_AGENT is unset; INVALID_ARGUMENT naming a
-  // malformed variable.
-  static absl::StatusOr<std::unique_ptr<AgentClient>> FromEnv(int global_rank, absl::Duration interval);
+  // nullptr when the context names no agent (no worker started this rank).
+  static std::unique_ptr<AgentClient> Connect(const v1::RankContext& context, absl::Duration interval);
   ~AgentClient();
 
   void ReportStep(const StepReport& step);
@@ -49,6 +50,13 @@ class AgentClient {
   // last ReportStep or ReportEval: the trainer writes a checkpoint right after
   // reporting its step (and evaluation), then commits it.
   absl::Status CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages);
+  // The same for a whole-model checkpoint (this rank gathered every one of
+  // the job's `stages` pipeline stages): one commit completes it.
+  absl::Status CommitWholeModel(int64_t step, const std::string& path, int stages);
+  // Tells the coordinator that the committed checkpoint this rank was to
+  // resume from cannot be read back (`damage` says why), so that the next
+  // generation resumes from another. Retried like a commit.
+  absl::Status ReportDamaged(const v1::CheckpointInfo& checkpoint, const std::string& damage);
   // The coordinator answered a report with "stop" (cancelled, or the
   // generation is over).
   bool stop_requested() const;
@@ -59,6 +67,10 @@ class AgentClient {
  private:
   AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval);
   void SendLoop();
+  absl::Status Commit(v1::CommitCheckpointRequest request, const std::string& path);
+  // Runs `call` until it is answered, retrying (training paused) for up to
+  // kCommitPatience while the coordinator cannot be reached.
+  absl::Status RetryUnavailable(const std::string& what, const std::function<grpc::Status(grpc::ClientContext*)>& call);
 
   const std::string job_;
   const int64_t generation_;

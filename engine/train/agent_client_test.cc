@@ -31,6 +31,16 @@ class FakeWorker final : public v1::AgentService::Service, public v1::Checkpoint
     for (const std::string& p : prune_) response->add_prune_paths(p);
     return grpc::Status::OK;
   }
+  grpc::Status ReportDamaged(grpc::ServerContext*, const v1::ReportDamagedCheckpointRequest* request,
+                             v1::ReportDamagedCheckpointResponse*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    damaged_.push_back(*request);
+    return grpc::Status::OK;
+  }
+  std::vector<v1::ReportDamagedCheckpointRequest> damaged() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return damaged_;
+  }
   void set_prune(std::vector<std::string> paths) {
     std::lock_guard<std::mutex> lock(mu_);
     prune_ = std::move(paths);
@@ -52,6 +62,7 @@ class FakeWorker final : public v1::AgentService::Service, public v1::Checkpoint
   std::mutex mu_;
   std::vector<v1::ReportMetricsRequest> reports_;
   std::vector<v1::CommitCheckpointRequest> commits_;
+  std::vector<v1::ReportDamagedCheckpointRequest> damaged_;
   std::vector<std::string> prune_;
   bool stop_ = false;
 };
@@ -67,13 +78,17 @@ class AgentClientTest : public ::testing::Test {
     builder.RegisterService(static_cast<v1::CheckpointService::Service*>(&worker_));
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    setenv("RINGMASTER_AGENT", socket_.c_str(), 1);
-    setenv("RINGMASTER_JOB_ID", "j-7", 1);
-    setenv("RINGMASTER_GENERATION", "3", 1);
   }
-  void TearDown() override {
-    unsetenv("RINGMASTER_AGENT");
-    server_->Shutdown();
+  void TearDown() override { server_->Shutdown(); }
+
+  // Rank `rank` of generation 3 of job j-7, started by a worker at socket_.
+  v1::RankContext Context(int rank) const {
+    v1::RankContext context;
+    context.set_job_id("j-7");
+    context.set_generation(3);
+    context.mutable_rank()->set_global_rank(rank);
+    context.set_agent(socket_);
+    return context;
   }
 
   std::string socket_;
@@ -93,20 +108,13 @@ StepReport Step(int64_t step) {
 }
 
 TEST_F(AgentClientTest, WithoutAWorkerThereIsNoClient) {
-  unsetenv("RINGMASTER_AGENT");
-  auto client = AgentClient::FromEnv(0, absl::Milliseconds(10));
-  ASSERT_TRUE(client.ok());
-  EXPECT_EQ(*client, nullptr);
-}
-
-TEST_F(AgentClientTest, BadGenerationIsRejectedByName) {
-  setenv("RINGMASTER_GENERATION", "three", 1);
-  auto client = AgentClient::FromEnv(0, absl::Milliseconds(10));
-  EXPECT_EQ(client.status().message(), "RINGMASTER_GENERATION: expected an integer, got \"three\"");
+  v1::RankContext context = Context(0);
+  context.clear_agent();
+  EXPECT_EQ(AgentClient::Connect(context, absl::Milliseconds(10)), nullptr);
 }
 
 TEST_F(AgentClientTest, ReportsTheLatestStepAndLearnsToStop) {
-  auto client = AgentClient::FromEnv(2, absl::Milliseconds(20)).value();
+  auto client = AgentClient::Connect(Context(2), absl::Milliseconds(20));
   ASSERT_NE(client, nullptr);
   EvalReport eval;
   eval.step = 4;
@@ -140,7 +148,7 @@ TEST_F(AgentClientTest, ReportsTheLatestStepAndLearnsToStop) {
 // The final evaluation follows the last step's report: it must still reach the worker.
 TEST_F(AgentClientTest, AnEvaluationAfterTheLastStepIsReported) {
   {
-    auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
+    auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
     client->ReportStep(Step(9));
     for (int i = 0; i < 500 && worker_.reports().empty(); ++i) absl::SleepFor(absl::Milliseconds(10));
     ASSERT_EQ(worker_.reports().size(), 1u);
@@ -164,7 +172,7 @@ TEST_F(AgentClientTest, CommitsACheckpointWithItsManifest) {
   contents.state["step"] = "10";
   auto path = WriteCheckpoint(dir, 10, contents, 2);
   ASSERT_TRUE(path.ok()) << path.status();
-  auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
+  auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
   ASSERT_TRUE(client->CommitCheckpoint(10, *path, 0, 1).ok());
   client->ReportStep(Step(10));  // from here the next checkpoint's write is timed
   ASSERT_TRUE(client->CommitCheckpoint(10, *path, 0, 1).ok());
@@ -199,7 +207,7 @@ TEST_F(AgentClientTest, ADamagedCheckpointIsNeverCommitted) {
     std::fputc('#', f);  // the first byte changes, the size does not
     std::fclose(f);
   }
-  auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
+  auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
   absl::Status status = client->CommitCheckpoint(10, *path, 0, 1);
   EXPECT_EQ(status, absl::DataLossError(*path + "/state.json: SHA-256 differs from the manifest's"));
   EXPECT_TRUE(worker_.commits().empty());
@@ -213,7 +221,7 @@ TEST_F(AgentClientTest, RemovesTheCheckpointsTheCoordinatorPruned) {
   const std::string elsewhere = ::testing::TempDir() + "/elsewhere";
   std::filesystem::create_directories(elsewhere);
   worker_.set_prune({*old_path, elsewhere});
-  auto client = AgentClient::FromEnv(0, absl::Milliseconds(10)).value();
+  auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
   ASSERT_TRUE(client->CommitCheckpoint(20, *new_path, 0, 1).ok());
   EXPECT_FALSE(std::filesystem::exists(*old_path));
   EXPECT_TRUE(std::filesystem::exists(*new_path));
@@ -222,6 +230,55 @@ TEST_F(AgentClientTest, RemovesTheCheckpointsTheCoordinatorPruned) {
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].step, 20);
+}
+
+TEST_F(AgentClientTest, AWholeModelCommitCoversEveryStage) {
+  auto path = WriteCheckpoint(::testing::TempDir() + "/whole", 30, SmallContents(30), 0);
+  ASSERT_TRUE(path.ok()) << path.status();
+  auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
+  ASSERT_TRUE(client->CommitWholeModel(30, *path, 4).ok());
+  auto commits = worker_.commits();
+  ASSERT_EQ(commits.size(), 1u);
+  EXPECT_TRUE(commits[0].whole_model());
+  EXPECT_EQ(commits[0].pipeline_stage(), 0);
+  EXPECT_EQ(commits[0].pipeline_stages(), 4);
+  EXPECT_EQ(commits[0].job_id(), "j-7");
+  EXPECT_EQ(commits[0].generation(), 3);
+}
+
+TEST_F(AgentClientTest, ReportsADamagedCheckpointByItsGenerationAndStep) {
+  auto client = AgentClient::Connect(Context(1), absl::Milliseconds(10));
+  v1::CheckpointInfo checkpoint;
+  checkpoint.set_generation(2);
+  checkpoint.set_step(40);
+  checkpoint.set_path("/ckpt/j-7/gen-2/step-40");
+  ASSERT_TRUE(client->ReportDamaged(checkpoint, "model.safetensors: SHA-256 differs").ok());
+  auto reports = worker_.damaged();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].job_id(), "j-7");
+  EXPECT_EQ(reports[0].generation(), 3);
+  EXPECT_EQ(reports[0].rank(), 1);
+  EXPECT_EQ(reports[0].checkpoint_generation(), 2);
+  EXPECT_EQ(reports[0].checkpoint_step(), 40);
+  EXPECT_EQ(reports[0].reason(), "model.safetensors: SHA-256 differs");
+}
+
+// Checkpoints live in <job dir>/gen-<g>/step-<n>: a commit in generation 2
+// prunes generation 1's checkpoint (and its emptied directory), never another
+// job's.
+TEST_F(AgentClientTest, PrunesOlderGenerationsOfTheSameJobOnly) {
+  const std::string root = ::testing::TempDir() + "/generations";
+  auto old_path = WriteCheckpoint(root + "/j-7/gen-1", 10, SmallContents(10), 0);
+  auto new_path = WriteCheckpoint(root + "/j-7/gen-2", 20, SmallContents(20), 0);
+  auto other_job = WriteCheckpoint(root + "/j-8/gen-1", 10, SmallContents(10), 0);
+  ASSERT_TRUE(old_path.ok() && new_path.ok() && other_job.ok());
+  worker_.set_prune({*old_path, *other_job});
+  auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
+  ASSERT_TRUE(client->CommitWholeModel(20, *new_path, 1).ok());
+  EXPECT_FALSE(std::filesystem::exists(*old_path));
+  EXPECT_FALSE(std::filesystem::exists(root + "/j-7/gen-1")) << "the emptied generation directory stays";
+  EXPECT_TRUE(std::filesystem::exists(*new_path));
+  EXPECT_TRUE(std::filesystem::exists(*other_job)) << "another job's checkpoint was removed";
 }
 
 }  // namespace

@@ -91,6 +91,10 @@ struct TrainerOptions {
   // (the coordinator's commit answer says what to prune). Unset: resume from
   // the newest good checkpoint of checkpoint_dir, keep checkpoint.keep.
   std::optional<std::string> resume_from;
+  // Called (before Run fails with DATA_LOSS) when resume_from cannot be read
+  // back: a file missing or not matching the manifest. E.g. tell the
+  // coordinator, so that the next generation resumes from another checkpoint.
+  std::function<void(const absl::Status&)> on_resume_damaged;
   // Called after every step and every evaluation (progress, metrics).
   std::function<void(const StepReport&)> on_step;
   std::function<void(const EvalReport&)> on_eval;
@@ -103,6 +107,9 @@ struct TrainerOptions {
   // All the ranks of the job (not owned; must outlive the trainer). Null or
   // one rank: train in this process alone.
   dist::ProcessGroup* world = nullptr;
+  // This rank's place in the data x pipeline grid, as its rank context says
+  // (the coordinator assigned it; common/rank_layout.h). Distributed only.
+  parallel::GridCoord coord;
   // Rank 0, after each checkpoint is written (e.g. commit it to the
   // coordinator); an error stops Run with it.
   std::function<absl::Status(int64_t step, const std::string& path)> on_checkpoint;

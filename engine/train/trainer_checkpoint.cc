@@ -86,8 +86,10 @@ absl::StatusOr<int64_t> Trainer::Resume() {
     // and is never silently replaced by another.
     absl::StatusOr<LoadedCheckpoint> committed = LoadCheckpoint(*options_.resume_from);
     if (!committed.ok()) {
-      return absl::DataLossError(absl::StrCat("the committed checkpoint cannot be resumed from: ",
-                                              committed.status().message()));
+      absl::Status damaged = absl::DataLossError(
+          absl::StrCat("the committed checkpoint cannot be resumed from: ", committed.status().message()));
+      if (options_.on_resume_damaged) options_.on_resume_damaged(damaged);
+      return damaged;
     }
     loaded = *std::move(committed);
   }

@@ -68,7 +68,7 @@ absl::Status Trainer::SetUpParallelism() {
     return absl::OkStatus();
   }
   const ParallelConfig& par = config_.parallel;
-  ASSIGN_OR_RETURN(grid_, parallel::Grid::Create(*world_, par.data, par.pipeline));
+  ASSIGN_OR_RETURN(grid_, parallel::Grid::Create(*world_, par.data, par.pipeline, options_.coord));
   int begin = 0, end = model_->num_blocks();
   if (par.pipeline > 1) {
     ASSIGN_OR_RETURN(stages_, parallel::PartitionModel(config_.model, model_->num_blocks(), par.pipeline,

@@ -84,7 +84,8 @@ class Collector {
 absl::Status RunRank(const PipelineRunConfig& config, const std::vector<Batch>& batches, dist::ProcessGroup& world,
                      Collector& collector, RunResult& result) {
   const int p = static_cast<int>(config.stages.size());
-  ASSIGN_OR_RETURN(std::unique_ptr<Grid> grid, Grid::Create(world, config.data, p));
+  ASSIGN_OR_RETURN(GridLayout layout, GridLayout::Create(world.size(), config.data, p));
+  ASSIGN_OR_RETURN(std::unique_ptr<Grid> grid, Grid::Create(world, config.data, p, layout.CoordOf(world.rank())));
   std::unique_ptr<dist::ProcessGroup> rendezvous;
   dist::ProcessGroup* pipeline_group = &grid->pipeline_group();
   if (config.rendezvous) {
