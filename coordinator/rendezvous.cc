@@ -209,7 +209,7 @@ void Rendezvous::WaitLocked(const RendezvousScope& scope, Generation* gen, Waite
     return;
   }
   const uint64_t id = next_waiter_++;
-  if (w.communicator.empty()) {
+  if (!w.keys.empty()) {
     gen->waiting_for_key[w.keys[w.next_missing]].push_back(id);
   } else {
     gen->waiting_for_id[w.communicator].push_back(id);
@@ -253,12 +253,17 @@ void Rendezvous::WakeIdLocked(Generation* gen, const std::string& communicator, 
 
 // ---- the ranks' side ----
 
-absl::Status Rendezvous::PublishNcclUniqueId(const RendezvousScope& scope, const std::string& communicator,
-                                             const std::string& unique_id) {
+absl::Status Rendezvous::CheckCommunicator(const std::string& communicator) const {
   if (communicator.empty() || communicator.size() > options_.max_communicator_name) {
     return absl::InvalidArgumentError(absl::StrCat("communicator: must be 1 to ", options_.max_communicator_name,
                                                    " characters, got ", communicator.size()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Rendezvous::PublishNcclUniqueId(const RendezvousScope& scope, const std::string& communicator,
+                                             const std::string& unique_id) {
+  RETURN_IF_ERROR(CheckCommunicator(communicator));
   if (unique_id.empty() ||
       (options_.nccl_unique_id_bytes != 0 && unique_id.size() != options_.nccl_unique_id_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat("unique_id: must be ", options_.nccl_unique_id_bytes,
@@ -287,6 +292,10 @@ absl::Status Rendezvous::PublishNcclUniqueId(const RendezvousScope& scope, const
 
 void Rendezvous::GetNcclUniqueIdAsync(const RendezvousScope& scope, const std::string& communicator,
                                       absl::Duration timeout, WaitDone done) {
+  if (absl::Status valid = CheckCommunicator(communicator); !valid.ok()) {
+    done(valid);
+    return;
+  }
   Outbox out;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -233,6 +233,7 @@ class Rendezvous {
   std::string TimedOut(const Waiter& w, absl::Time now) const;
   void Deliver(Outbox& out);
   absl::Status CheckKey(const std::string& key) const;
+  absl::Status CheckCommunicator(const std::string& communicator) const;
 
   const Clock* clock_;
   const RendezvousOptions options_;

@@ -1,5 +1,7 @@
 #include "coordinator/rendezvous.h"
 
+#include <algorithm>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <string>
@@ -251,11 +253,102 @@ TEST_F(RendezvousTest, MalformedRequestsAreInvalidArgument) {
       {rdv_.KvWait(Scope(0), {}, absl::Seconds(1)).status(), "keys: must be 1 to 4096 keys, got 0"},
       {rdv_.PublishNcclUniqueId(Scope(0), "world", "short"), "unique_id: must be 128 bytes, got 5"},
       {rdv_.PublishNcclUniqueId(Scope(0), "", id_a_), "communicator: must be 1 to 128 characters, got 0"},
+      {rdv_.GetNcclUniqueId(Scope(0), "", absl::Seconds(1)).status(), "communicator: must be 1 to 128 characters, got 0"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(c.status.code(), absl::StatusCode::kInvalidArgument) << c.message;
     EXPECT_EQ(c.status.message(), c.message);
   }
+}
+
+// Threads of this process (Linux), to show that parked calls hold none.
+int ThreadCount() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// Thousands of ranks waiting for the id are records, not threads: they are
+// parked and answered by the call that publishes, on its own thread.
+TEST_F(RendezvousTest, WaitingCallsHoldNoThread) {
+  constexpr int kRanks = 10000;
+  rdv_.BeginGeneration("j-1", 1, kRanks + 1, clock_.Now() + absl::Minutes(5));
+  const int threads = ThreadCount();
+  std::vector<absl::StatusOr<std::vector<std::string>>> got(kRanks + 1);
+  std::vector<bool> answered(kRanks + 1, false);
+  for (int rank = 1; rank <= kRanks; ++rank) {
+    rdv_.GetNcclUniqueIdAsync(Scope(rank), "world", absl::ZeroDuration(), [&, rank](auto r) {
+      got[rank] = std::move(r);
+      answered[rank] = true;
+    });
+  }
+  EXPECT_EQ(rdv_.Waiters(), kRanks);
+  EXPECT_EQ(ThreadCount(), threads) << "a parked call must not hold a thread";
+  EXPECT_EQ(std::count(answered.begin(), answered.end(), true), 0);
+  ASSERT_TRUE(rdv_.PublishNcclUniqueId(Scope(0), "world", id_a_).ok());
+  EXPECT_EQ(rdv_.Waiters(), 0);
+  for (int rank = 1; rank <= kRanks; ++rank) {
+    ASSERT_TRUE(answered[rank]) << rank;
+    ASSERT_TRUE(got[rank].ok()) << got[rank].status();
+    ASSERT_EQ(got[rank]->front(), id_a_);
+  }
+}
+
+// A key-value wait is indexed by the key it still misses: it advances as
+// keys arrive, and only the last one finishes it.
+TEST_F(RendezvousTest, AKeyWaitAdvancesKeyByKey) {
+  rdv_.BeginGeneration("j-1", 1, 2, clock_.Now() + absl::Minutes(5));
+  absl::StatusOr<std::vector<std::string>> got;
+  int calls = 0;
+  rdv_.KvWaitAsync(Scope(1), {"a", "b", "c"}, absl::Seconds(30), [&](auto r) {
+    got = std::move(r);
+    ++calls;
+  });
+  ASSERT_TRUE(rdv_.KvSet(Scope(0), "b", "B").ok());
+  ASSERT_TRUE(rdv_.KvSet(Scope(0), "a", "A").ok());
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(*rdv_.KvAdd(Scope(0), "c", 3), 3);
+  ASSERT_EQ(calls, 1);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, (std::vector<std::string>{"A", "B", "3"}));
+}
+
+// Beyond the limit of parked calls a new one is turned away at once with
+// RESOURCE_EXHAUSTED (its client comes back after a backoff); the generation
+// is not failed for it.
+TEST(RendezvousLimitTest, BeyondTheLimitOfParkedCallsIsResourceExhausted) {
+  FakeClock clock;
+  RendezvousOptions options;
+  options.max_waiters = 2;
+  Rendezvous rdv(&clock, options);
+  rdv.BeginGeneration("j-1", 1, 4, clock.Now() + absl::Minutes(5));
+  int answered = 0;
+  for (int rank = 1; rank <= 2; ++rank) {
+    rdv.GetNcclUniqueIdAsync({"j-1", 1, rank}, "world", absl::ZeroDuration(), [&](auto r) {
+      EXPECT_TRUE(r.ok()) << r.status();
+      ++answered;
+    });
+  }
+  absl::StatusOr<std::string> third = rdv.GetNcclUniqueId({"j-1", 1, 3}, "world", absl::ZeroDuration());
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(third.status().message(), "too many rendezvous calls are waiting on the coordinator (2); retry after a backoff");
+  ASSERT_TRUE(rdv.PublishNcclUniqueId({"j-1", 1, 0}, "world", std::string(128, 'x')).ok());
+  EXPECT_EQ(answered, 2);
+  EXPECT_TRUE(rdv.GetNcclUniqueId({"j-1", 1, 3}, "world", absl::ZeroDuration()).ok()) << "room again";
+}
+
+TEST_F(RendezvousTest, ShutdownAnswersParkedCallsWithoutFailingTheGeneration) {
+  rdv_.BeginGeneration("j-1", 1, 2, clock_.Now() + absl::Minutes(5));
+  absl::StatusOr<std::vector<std::string>> got;
+  rdv_.KvWaitAsync(Scope(1), {"k"}, absl::ZeroDuration(), [&](auto r) { got = std::move(r); });
+  rdv_.Shutdown();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(got.status().message(), "the coordinator is shutting down");
+  EXPECT_TRUE(listener_.Failed().empty());
+  EXPECT_EQ(rdv_.KvWait(Scope(1), {"k"}, absl::Seconds(1)).status().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ringmaster::fuzz::FuzzInput in(data, size);
   for (int i = 0; i < 12 && !in.empty(); ++i) {
     const FuzzCall call = ringmaster::fuzz::NextCall(in);
-    const int op = call.op % 9;
+    const int op = call.op % (1 + ringmaster::fuzz::kRendezvousRpcs + ringmaster::fuzz::kCheckpointRpcs);
     if (op == 0) {
       v1::ReportMetricsRequest valid;
       valid.set_job_id(h.job_id());

@@ -36,6 +36,7 @@ v1::CommitCheckpointRequest ValidCommit(const CoordinatorHarness& h, int64_t ste
   commit.set_rank(0);
   commit.set_pipeline_stage(0);
   commit.set_pipeline_stages(1);
+  commit.set_whole_model(true);
   v1::CheckpointFile* file = commit.add_files();
   file->set_path("model.safetensors");
   file->set_size_bytes(1024);
@@ -91,15 +92,34 @@ void CallRendezvous(CoordinatorHarness& h, RendezvousStub* stub, const FuzzCall&
 }
 
 void CallCheckpoint(CoordinatorHarness& h, CheckpointStub* stub, const FuzzCall& call, int64_t step) {
-  if (call.op % kCheckpointRpcs == 0) {
-    v1::CommitCheckpointRequest request = Decode(call, ValidCommit(h, step));
-    request.set_job_id(h.JobId(call.fixups, request.job_id()));
-    request.set_generation(h.Generation(call.fixups, request.generation()));
-    Unary(stub, &CheckpointStub::Commit, "Commit", request);
-  } else {
-    v1::GetLatestCheckpointRequest request = Decode<v1::GetLatestCheckpointRequest>(call);
-    request.set_job_id(h.JobId(call.fixups, request.job_id()));
-    Unary(stub, &CheckpointStub::GetLatestCheckpoint, "GetLatestCheckpoint", request);
+  switch (call.op % kCheckpointRpcs) {
+    case 0: {
+      v1::CommitCheckpointRequest request = Decode(call, ValidCommit(h, step));
+      request.set_job_id(h.JobId(call.fixups, request.job_id()));
+      request.set_generation(h.Generation(call.fixups, request.generation()));
+      Unary(stub, &CheckpointStub::Commit, "Commit", request);
+      break;
+    }
+    case 1: {
+      v1::GetLatestCheckpointRequest request = Decode<v1::GetLatestCheckpointRequest>(call);
+      request.set_job_id(h.JobId(call.fixups, request.job_id()));
+      Unary(stub, &CheckpointStub::GetLatestCheckpoint, "GetLatestCheckpoint", request);
+      break;
+    }
+    default: {
+      // A rank reporting the checkpoint of an earlier commit damaged.
+      v1::ReportDamagedCheckpointRequest valid;
+      valid.set_job_id(h.job_id());
+      valid.set_generation(h.generation());
+      valid.set_checkpoint_generation(h.generation());
+      valid.set_checkpoint_step(step - 10);
+      valid.set_reason("model.safetensors: SHA-256 differs from the manifest's");
+      v1::ReportDamagedCheckpointRequest request = Decode(call, valid);
+      request.set_job_id(h.JobId(call.fixups, request.job_id()));
+      request.set_generation(h.Generation(call.fixups, request.generation()));
+      Unary(stub, &CheckpointStub::ReportDamaged, "ReportDamaged", request);
+      break;
+    }
   }
 }
 

@@ -16,7 +16,7 @@
 namespace ringmaster::fuzz {
 
 inline constexpr int kRendezvousRpcs = 6;
-inline constexpr int kCheckpointRpcs = 2;
+inline constexpr int kCheckpointRpcs = 3;
 
 // op % 6: PublishNcclUniqueId, GetNcclUniqueId, KvSet, KvGet, KvWait, KvAdd.
 // Blocking calls (GetNcclUniqueId, KvWait) have a 50 ms deadline.

@@ -6,14 +6,18 @@
 # equal those of an uninterrupted `ringmaster-trainer --nproc` run of the same
 # layout within 1e-5 (relative, fp32).
 #
-# Usage: layouts_cluster_test.sh CLI COORDINATOR WORKER TRAINER DIFF SPEC STEPS LAYOUT...
+# Usage: layouts_cluster_test.sh CLI COORDINATOR WORKER TRAINER DIFF SPEC STEPS SETS LAYOUT...
+#   SETS: further spec overrides for every run ("key=value key=value"; may be
+#         empty), e.g. a smaller GPT so that the layouts fit a CI run;
 #   LAYOUT: "name data pipeline micro_batches schedule zero1"
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
 diff_tool=$(realpath "$5")
 steps=$7
 spec_arg=$6
-layouts=("${@:8}")
+extra=()
+for kv in $8; do extra+=(--set "$kv"); done
+layouts=("${@:9}")
 start_local_cluster "$1" "$2" "$3" "$4" "$spec_arg" 4
 interval=$((steps / 10))
 
@@ -26,7 +30,7 @@ for layout in "${layouts[@]}"; do
        --set parallelism.data="$data" --set parallelism.pipeline="$pipeline"
        --set parallelism.micro_batches="$micro" --set parallelism.schedule="$schedule"
        --set parallelism.zero1="$zero1" --set resources.nodes=1 --set resources.ranks_per_node="$ranks"
-       --set resources.cpus_per_rank=1 --set restart.max_restarts=2)
+       --set resources.cpus_per_rank=1 --set restart.max_restarts=2 "${extra[@]}")
 
   # The reference: the same layout, uninterrupted, by hand.
   ref="$state/ref-$name"
