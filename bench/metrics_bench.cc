@@ -105,6 +105,30 @@ int Main(int argc, char** argv) {
   for (int i = 0; i < scrapes; ++i) bytes = registry.ExposeText().size();
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   std::printf("ExposeText: %.1f us per scrape, %zu bytes\n", us / scrapes, bytes);
+
+  // A scrape of 4,096 ranks' series: the worker's 18 per-rank families (15
+  // gauges, 2 histograms, a counter), labels job, rank, node.
+  MetricsRegistry big;
+  std::vector<Family<Gauge>*> rank_gauges;
+  for (int f = 0; f < 15; ++f) {
+    rank_gauges.push_back(*big.AddGauge("bench_rank_gauge_" + std::to_string(f), "A per-rank gauge.",
+                                        {"job", "rank", "node"}));
+  }
+  Family<Histogram>* rank_histograms[2] = {
+      *big.AddHistogram("bench_rank_step_seconds", "Step time.", {"job", "rank", "node"}),
+      *big.AddHistogram("bench_rank_checkpoint_seconds", "Checkpoint time.", {"job", "rank", "node"})};
+  Family<Counter>* rank_counter = *big.AddCounter("bench_rank_checkpoints_total", "Checkpoints.", {"job", "rank", "node"});
+  for (int r = 0; r < 4096; ++r) {
+    const std::vector<std::string> v = {"j-1", std::to_string(r), "node-" + std::to_string(r / 8)};
+    for (Family<Gauge>* g : rank_gauges) (*g->WithLabels(v))->Set(r);
+    for (Family<Histogram>* h : rank_histograms) (*h->WithLabels(v))->Observe(0.01 * r);
+    (*rank_counter->WithLabels(v))->Inc();
+  }
+  const int big_scrapes = 10;
+  const Clock::time_point big_start = Clock::now();
+  for (int i = 0; i < big_scrapes; ++i) bytes = big.ExposeText().size();
+  const double big_ms = std::chrono::duration<double, std::milli>(Clock::now() - big_start).count();
+  std::printf("ExposeText of 4,096 ranks x 18 series: %.1f ms per scrape, %zu bytes\n", big_ms / big_scrapes, bytes);
   return 0;
 }
 

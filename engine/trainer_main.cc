@@ -119,6 +119,9 @@ absl::StatusOr<RankContext> HandStartContext(const HandFlags& flags) {
   hand.rendezvous = StringFlagOrEnv(flags.rendezvous, "RINGMASTER_RENDEZVOUS");
   hand.host = StringFlagOrEnv("", "RINGMASTER_HOST");
   hand.checkpoint_dir = flags.checkpoint_dir.empty() ? spec->checkpoint().directory() : flags.checkpoint_dir;
+  if (!hand.checkpoint_dir.empty()) {  // relative to where the rank was started
+    hand.checkpoint_dir = std::filesystem::absolute(hand.checkpoint_dir).lexically_normal().string();
+  }
   // One visible GPU (CUDA_VISIBLE_DEVICES=<one>): it is device 0.
   const std::string visible = StringFlagOrEnv("", "CUDA_VISIBLE_DEVICES");
   if (!visible.empty() && visible.find(',') == std::string::npos) hand.pinned_gpu = visible;
