@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/metrics_format.h"
 #include "httplib.h"
 
 namespace ringmaster {

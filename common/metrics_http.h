@@ -2,8 +2,12 @@
 #define RINGMASTER_COMMON_METRICS_HTTP_H_
 
 // The HTTP endpoint Prometheus scrapes: GET /metrics renders a MetricsRegistry
-// in text format 0.0.4 (Content-Type kPrometheusTextContentType), GET /healthz
-// answers 200 "ok". Built on cpp-httplib, whose exceptions stop here.
+// (prometheus-cpp's families and text serializer) in text format 0.0.4
+// (Content-Type kPrometheusTextContentType), GET /healthz answers 200 "ok".
+// Built on cpp-httplib, whose exceptions stop here. Not prometheus-cpp-pull's
+// Exposer: it serves collectables only (no /healthz for the probes), and it
+// brings a second embedded web server (CivetWeb) beside the cpp-httplib the
+// coordinator already uses.
 //
 //   MetricsHttpServer server(&registry);
 //   RETURN_IF_ERROR(server.Start("127.0.0.1", 9400));  // port 0: any free port

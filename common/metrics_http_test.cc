@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "common/metrics.h"
-#include "common/metrics_format.h"
 #include "common/metrics_promtool.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -46,16 +45,15 @@ httplib::Result Get(int port, const std::string& path) {
 class MetricsHttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Family<Counter>* heartbeats = *registry_.AddCounter(
-        "ringmaster_worker_heartbeats_total", "Heartbeats sent.", {"node"});
-    heartbeats_ = *heartbeats->WithLabels({"dgx-\"01\"\\a\nb"});
-    Family<Histogram>* step = *registry_.AddHistogram(
-        "ringmaster_trainer_step_seconds", "Wall time of one training step.", {"job", "rank"});
-    (*step->WithLabels({"j1", "0"}))->Observe(0.3);
+    heartbeats_ = &(*registry_.AddCounter("ringmaster_worker_heartbeats_total", "Heartbeats sent."))
+                       ->Add({{"node", "dgx-\"01\"\\a\nb"}});
+    (*registry_.AddHistogram("ringmaster_trainer_step_seconds", "Wall time of one training step."))
+        ->Add({{"job", "j1"}, {"rank", "0"}}, DefaultSecondsBuckets())
+        .Observe(0.3);
   }
 
   MetricsRegistry registry_;
-  Counter* heartbeats_ = nullptr;
+  prometheus::Counter* heartbeats_ = nullptr;
 };
 
 TEST_F(MetricsHttpServerTest, ServesMetricsThatPromtoolAcceptsAndHealthz) {
@@ -66,7 +64,7 @@ TEST_F(MetricsHttpServerTest, ServesMetricsThatPromtoolAcceptsAndHealthz) {
   ASSERT_GT(port, 0);
   EXPECT_EQ(server.address(), "127.0.0.1:" + std::to_string(port));
 
-  heartbeats_->Inc(41);
+  heartbeats_->Increment(41);
   httplib::Result res = Get(port, "/metrics");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200);
@@ -80,7 +78,7 @@ TEST_F(MetricsHttpServerTest, ServesMetricsThatPromtoolAcceptsAndHealthz) {
   EXPECT_EQ(check->exit_code, 0) << check->output;
   EXPECT_EQ(check->output, "");
 
-  heartbeats_->Inc();  // Every scrape renders the values of that moment.
+  heartbeats_->Increment();  // Every scrape renders the values of that moment.
   res = Get(port, "/metrics");
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("} 42\n"), std::string::npos) << res->body;
@@ -111,7 +109,7 @@ TEST_F(MetricsHttpServerTest, ConcurrentScrapesWhileCounting) {
         httplib::Result res = Get(server.port(), "/metrics");
         ASSERT_TRUE(res);
         EXPECT_EQ(res->status, 200);
-        heartbeats_->Inc();
+        heartbeats_->Increment();
       }
     });
   }

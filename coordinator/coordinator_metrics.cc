@@ -24,9 +24,12 @@ std::string StateLabel(v1::JobState s) { return absl::AsciiStrToLower(StateName(
 
 // The causes a generation restarts for (ReasonCode of the event that moves a
 // job to RESTARTING), exposed at 0 before the first one happens.
-constexpr v1::JobEventKind kRestartCauses[] = {v1::JOB_EVENT_KIND_RANK_EXITED, v1::JOB_EVENT_KIND_NODE_LOST,
-                                               v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
-                                               v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT, v1::JOB_EVENT_KIND_RECOVERED};
+constexpr v1::JobEventKind kRestartCauses[] = {
+    v1::JOB_EVENT_KIND_RANK_EXITED,         v1::JOB_EVENT_KIND_NODE_LOST, v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
+    v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT,  v1::JOB_EVENT_KIND_RECOVERED, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED};
+
+const prometheus::Histogram::BucketBoundaries kRpcLatencyBuckets = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 
 }  // namespace
 
@@ -40,87 +43,73 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(M
 }
 
 absl::Status CoordinatorMetrics::Register() {
-  ASSIGN_OR_RETURN(Family<Gauge> * jobs, registry_->AddGauge("ringmaster_jobs", "Jobs per state.", {"state"}));
+  ASSIGN_OR_RETURN(prometheus::Family<prometheus::Gauge> * jobs, registry_->AddGauge("ringmaster_jobs", "Jobs per state."));
   for (int s = v1::JOB_STATE_QUEUED; s <= v1::JOB_STATE_CANCELLED; ++s) {
     const auto state = static_cast<v1::JobState>(s);
-    ASSIGN_OR_RETURN(jobs_by_state_[state], jobs->WithLabels({StateLabel(state)}));
+    jobs_by_state_[state] = &jobs->Add({{"state", StateLabel(state)}});
   }
-  ASSIGN_OR_RETURN(job_state_, registry_->AddGauge("ringmaster_job_state",
-                                                   "1 for the state each job that has not ended is in.",
-                                                   {"job", "state"}));
-  ASSIGN_OR_RETURN(Family<Gauge> * queue,
+  ASSIGN_OR_RETURN(job_state_,
+                   registry_->AddGauge("ringmaster_job_state", "1 for the state each job that has not ended is in."));
+  ASSIGN_OR_RETURN(prometheus::Family<prometheus::Gauge> * queue,
                    registry_->AddGauge("ringmaster_queue_length",
                                        "Jobs waiting for placement: queued, or restarting and waiting for their "
                                        "next generation."));
-  ASSIGN_OR_RETURN(queue_length_, queue->WithLabels({}));
-  ASSIGN_OR_RETURN(Family<Histogram> * wait,
+  queue_length_ = &queue->Add({});
+  ASSIGN_OR_RETURN(prometheus::Family<prometheus::Histogram> * wait,
                    registry_->AddHistogram("ringmaster_queue_wait_seconds",
-                                           "Time from submission (or a failed generation) to placement.", {},
-                                           {0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400, 86400}));
-  ASSIGN_OR_RETURN(queue_wait_, wait->WithLabels({}));
-  ASSIGN_OR_RETURN(Family<CallbackGauge> * oldest,
-                   registry_->AddCallbackGauge("ringmaster_queue_oldest_wait_seconds",
-                                               "How long the job waiting longest for placement has waited so far "
-                                               "(0 when none waits)."));
-  ASSIGN_OR_RETURN(CallbackGauge * oldest_wait, oldest->WithLabels({}));
-  oldest_wait->SetCallback([this] { return OldestWaitSeconds(); });
-  ASSIGN_OR_RETURN(std::vector<double> pass_buckets, ExponentialBuckets(0.0001, 2.5, 12));
-  ASSIGN_OR_RETURN(
-      Family<Histogram> * pass,
-      registry_->AddHistogram("ringmaster_scheduling_latency_seconds",
-                              "Duration of one scheduling pass over a non-empty queue.", {}, pass_buckets));
-  ASSIGN_OR_RETURN(scheduling_latency_, pass->WithLabels({}));
-  ASSIGN_OR_RETURN(Family<Histogram> * rendezvous,
+                                           "Time from submission (or a failed generation) to placement."));
+  queue_wait_ = &wait->Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400,
+                                                                       86400});
+  ASSIGN_OR_RETURN(CallbackGauges * oldest,
+                   registry_->AddCallbackGauges("ringmaster_queue_oldest_wait_seconds",
+                                                "How long the job waiting longest for placement has waited so far "
+                                                "(0 when none waits)."));
+  oldest->Set({}, [this] { return OldestWaitSeconds(); });
+  ASSIGN_OR_RETURN(prometheus::Histogram::BucketBoundaries pass_buckets, ExponentialBuckets(0.0001, 2.5, 12));
+  ASSIGN_OR_RETURN(prometheus::Family<prometheus::Histogram> * pass,
+                   registry_->AddHistogram("ringmaster_scheduling_latency_seconds",
+                                           "Duration of one scheduling pass over a non-empty queue."));
+  scheduling_latency_ = &pass->Add({}, pass_buckets);
+  ASSIGN_OR_RETURN(prometheus::Family<prometheus::Histogram> * rendezvous,
                    registry_->AddHistogram("ringmaster_rendezvous_duration_seconds",
-                                           "Time from a generation's start orders to every rank having joined.", {},
-                                           {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}));
-  ASSIGN_OR_RETURN(rendezvous_duration_, rendezvous->WithLabels({}));
-  ASSIGN_OR_RETURN(restarts_, registry_->AddCounter("ringmaster_job_restarts_total",
-                                                    "Job generations restarted, by cause.", {"reason"}));
-  for (v1::JobEventKind cause : kRestartCauses) RETURN_IF_ERROR(restarts_->WithLabels({ReasonCode(cause)}).status());
-  ASSIGN_OR_RETURN(
-      rpc_latency_,
-      registry_->AddHistogram(
-          "ringmaster_rpc_latency_seconds", "Latency of unary RPCs, from the call's start to its status.", {"method"},
-          {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}));
-  ASSIGN_OR_RETURN(rpcs_, registry_->AddCounter("ringmaster_rpcs_total", "RPCs finished, by method and status code.",
-                                                {"method", "code"}));
-  ASSIGN_OR_RETURN(log_lines_,
+                                           "Time from a generation's start orders to every rank having joined."));
+  rendezvous_duration_ =
+      &rendezvous->Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600});
+  ASSIGN_OR_RETURN(restarts_, registry_->AddCounter("ringmaster_job_restarts_total", "Job generations restarted, by cause."));
+  for (v1::JobEventKind cause : kRestartCauses) restarts_->Add({{"reason", ReasonCode(cause)}});
+  ASSIGN_OR_RETURN(rpc_latency_,
+                   registry_->AddHistogram("ringmaster_rpc_latency_seconds",
+                                           "Latency of unary RPCs, from the call's start to its status."));
+  ASSIGN_OR_RETURN(rpcs_, registry_->AddCounter("ringmaster_rpcs_total", "RPCs finished, by method and status code."));
+  ASSIGN_OR_RETURN(prometheus::Family<prometheus::Counter> * log_lines,
                    registry_->AddCounter("ringmaster_log_lines_total",
-                                         "Log lines pushed by workers, by what became of them.", {"result"}));
-  ASSIGN_OR_RETURN(log_stored_, log_lines_->WithLabels({"stored"}));
-  ASSIGN_OR_RETURN(log_duplicate_, log_lines_->WithLabels({"duplicate"}));
-  ASSIGN_OR_RETURN(log_invalid_, log_lines_->WithLabels({"invalid"}));
+                                         "Log lines pushed by workers, by what became of them."));
+  log_stored_ = &log_lines->Add({{"result", "stored"}});
+  log_duplicate_ = &log_lines->Add({{"result", "duplicate"}});
+  log_invalid_ = &log_lines->Add({{"result", "invalid"}});
 
-  ASSIGN_OR_RETURN(Family<CallbackGauge> * nodes,
-                   registry_->AddCallbackGauge("ringmaster_nodes", "Registered nodes per state.", {"state"}));
-  ASSIGN_OR_RETURN(Family<CallbackGauge> * gpus,
-                   registry_->AddCallbackGauge("ringmaster_gpus",
-                                               "GPUs: allocated to ranks, free on ready nodes, unavailable on "
-                                               "draining or lost nodes.",
-                                               {"state"}));
-  ASSIGN_OR_RETURN(Family<CallbackGauge> * cpus,
-                   registry_->AddCallbackGauge("ringmaster_cpu_slots",
-                                               "CPU slots: allocated to ranks, free on ready nodes, unavailable on "
-                                               "draining or lost nodes.",
-                                               {"state"}));
+  ASSIGN_OR_RETURN(CallbackGauges * nodes, registry_->AddCallbackGauges("ringmaster_nodes", "Registered nodes per state."));
+  ASSIGN_OR_RETURN(CallbackGauges * gpus,
+                   registry_->AddCallbackGauges("ringmaster_gpus",
+                                                "GPUs: allocated to ranks, free on ready nodes, unavailable on "
+                                                "draining or lost nodes."));
+  ASSIGN_OR_RETURN(CallbackGauges * cpus,
+                   registry_->AddCallbackGauges("ringmaster_cpu_slots",
+                                                "CPU slots: allocated to ranks, free on ready nodes, unavailable on "
+                                                "draining or lost nodes."));
   for (int i = 0; i < 3; ++i) {
-    ASSIGN_OR_RETURN(CallbackGauge * n, nodes->WithLabels({kNodeStates[i]}));
-    n->SetCallback([this, i] { return Counts().nodes[i]; });
-    ASSIGN_OR_RETURN(CallbackGauge * g, gpus->WithLabels({kSlotStates[i]}));
-    g->SetCallback([this, i] { return Counts().gpus[i]; });
-    ASSIGN_OR_RETURN(CallbackGauge * c, cpus->WithLabels({kSlotStates[i]}));
-    c->SetCallback([this, i] { return Counts().cpu_slots[i]; });
+    nodes->Set({{"state", kNodeStates[i]}}, [this, i] { return Counts().nodes[i]; });
+    gpus->Set({{"state", kSlotStates[i]}}, [this, i] { return Counts().gpus[i]; });
+    cpus->Set({{"state", kSlotStates[i]}}, [this, i] { return Counts().cpu_slots[i]; });
   }
-  ASSIGN_OR_RETURN(Family<CallbackGauge> * sessions,
-                   registry_->AddCallbackGauge("ringmaster_node_sessions", "Workers with an open Session stream."));
-  ASSIGN_OR_RETURN(sessions_, sessions->WithLabels({}));
-  sessions_->SetCallback([] { return 0.0; });
+  ASSIGN_OR_RETURN(sessions_,
+                   registry_->AddCallbackGauges("ringmaster_node_sessions", "Workers with an open Session stream."));
+  sessions_->Set({}, [] { return 0.0; });
   return absl::OkStatus();
 }
 
 void CoordinatorMetrics::SetSessionCount(std::function<size_t()> count) {
-  sessions_->SetCallback([count = std::move(count)] { return static_cast<double>(count()); });
+  sessions_->Set({}, [count = std::move(count)] { return static_cast<double>(count()); });
 }
 
 CoordinatorMetrics::NodeCounts CoordinatorMetrics::Counts() {
@@ -145,15 +134,16 @@ CoordinatorMetrics::NodeCounts CoordinatorMetrics::Counts() {
 void CoordinatorMetrics::SetStateLocked(const std::string& job_id, JobTrack& track, v1::JobState state) {
   if (track.state == state) return;
   if (track.state != v1::JOB_STATE_UNSPECIFIED) {
-    jobs_by_state_[track.state]->Dec();
-    job_state_->Remove({job_id, StateLabel(track.state)}).IgnoreError();
+    jobs_by_state_[track.state]->Decrement();
+    // Series of this family are only ever touched here, under mu_.
+    job_state_->Remove(&job_state_->Add({{"job", job_id}, {"state", StateLabel(track.state)}}));
   }
-  if (Waiting(track.state)) queue_length_->Dec();
+  if (Waiting(track.state)) queue_length_->Decrement();
   track.state = state;
-  if (state != v1::JOB_STATE_UNSPECIFIED) jobs_by_state_[state]->Inc();
-  if (Waiting(state)) queue_length_->Inc();
+  if (state != v1::JOB_STATE_UNSPECIFIED) jobs_by_state_[state]->Increment();
+  if (Waiting(state)) queue_length_->Increment();
   if (state != v1::JOB_STATE_UNSPECIFIED && !Terminal(state)) {
-    if (absl::StatusOr<Gauge*> g = job_state_->WithLabels({job_id, StateLabel(state)}); g.ok()) (*g)->Set(1);
+    job_state_->Add({{"job", job_id}, {"state", StateLabel(state)}}).Set(1);
   }
 }
 
@@ -209,8 +199,7 @@ void CoordinatorMetrics::OnJobChanged(const v1::Job& job, const std::vector<v1::
     }
     if (e.to_state() == v1::JOB_STATE_RESTARTING && e.from_state() != v1::JOB_STATE_RESTARTING) {
       std::string reason = ReasonCode(e.kind());
-      absl::StatusOr<Counter*> counter = restarts_->WithLabels({reason.empty() ? "Unknown" : reason});
-      if (counter.ok()) (*counter)->Inc();
+      restarts_->Add({{"reason", reason.empty() ? "Unknown" : reason}}).Increment();
       track.waiting_since = at;
       track.starting_since = absl::InfinitePast();
     }
@@ -224,17 +213,15 @@ void CoordinatorMetrics::ObserveSchedulingPass(absl::Duration d) {
 
 void CoordinatorMetrics::ObserveRpc(const std::string& method, const std::string& code, absl::Duration latency,
                                     bool unary) {
-  if (absl::StatusOr<Counter*> c = rpcs_->WithLabels({method, code}); c.ok()) (*c)->Inc();
+  rpcs_->Add({{"method", method}, {"code", code}}).Increment();
   if (!unary) return;
-  if (absl::StatusOr<Histogram*> h = rpc_latency_->WithLabels({method}); h.ok()) {
-    (*h)->Observe(absl::ToDoubleSeconds(latency));
-  }
+  rpc_latency_->Add({{"method", method}}, kRpcLatencyBuckets).Observe(absl::ToDoubleSeconds(latency));
 }
 
 void CoordinatorMetrics::CountLogLines(int64_t stored, int64_t duplicates, int64_t invalid) {
-  log_stored_->Inc(static_cast<double>(stored));
-  log_duplicate_->Inc(static_cast<double>(duplicates));
-  log_invalid_->Inc(static_cast<double>(invalid));
+  log_stored_->Increment(static_cast<double>(stored));
+  log_duplicate_->Increment(static_cast<double>(duplicates));
+  log_invalid_->Increment(static_cast<double>(invalid));
 }
 
 }  // namespace ringmaster::coordinator

@@ -1,8 +1,8 @@
 #ifndef RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
 #define RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
 
-// CoordinatorMetrics: the coordinator's Prometheus metrics, registered in a
-// MetricsRegistry (served on /metrics by common/metrics_http):
+// CoordinatorMetrics: the coordinator's Prometheus metrics, prometheus-cpp
+// families in a MetricsRegistry (served on /metrics by common/metrics_http):
 //
 //   ringmaster_jobs{state}                       gauge: jobs per state (queued, ..., cancelled)
 //   ringmaster_queue_length                      gauge: jobs waiting for placement (QUEUED, and
@@ -99,20 +99,20 @@ class CoordinatorMetrics : public JobListener {
   const NodeRegistry* const nodes_;
   const Clock* const clock_;
 
-  std::map<v1::JobState, Gauge*> jobs_by_state_;
-  Gauge* queue_length_ = nullptr;
-  Histogram* queue_wait_ = nullptr;
-  Histogram* scheduling_latency_ = nullptr;
-  Histogram* rendezvous_duration_ = nullptr;
-  Family<Counter>* restarts_ = nullptr;
-  Family<Gauge>* job_state_ = nullptr;
-  Family<Histogram>* rpc_latency_ = nullptr;
-  Family<Counter>* rpcs_ = nullptr;
-  Family<Counter>* log_lines_ = nullptr;
-  Counter* log_stored_ = nullptr;
-  Counter* log_duplicate_ = nullptr;
-  Counter* log_invalid_ = nullptr;
-  CallbackGauge* sessions_ = nullptr;
+  // prometheus-cpp families and series (the registry owns them).
+  std::map<v1::JobState, prometheus::Gauge*> jobs_by_state_;
+  prometheus::Gauge* queue_length_ = nullptr;
+  prometheus::Histogram* queue_wait_ = nullptr;
+  prometheus::Histogram* scheduling_latency_ = nullptr;
+  prometheus::Histogram* rendezvous_duration_ = nullptr;
+  prometheus::Family<prometheus::Counter>* restarts_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* job_state_ = nullptr;  // series added and removed under mu_
+  prometheus::Family<prometheus::Histogram>* rpc_latency_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rpcs_ = nullptr;
+  prometheus::Counter* log_stored_ = nullptr;
+  prometheus::Counter* log_duplicate_ = nullptr;
+  prometheus::Counter* log_invalid_ = nullptr;
+  CallbackGauges* sessions_ = nullptr;
 
   std::mutex mu_;  // jobs_
   std::map<std::string, JobTrack> jobs_;

@@ -64,7 +64,7 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   EXPECT_TRUE(Has(text, "ringmaster_rendezvous_duration_seconds_count 1"));
   EXPECT_TRUE(Has(text, "ringmaster_rendezvous_duration_seconds_sum 2"));
   EXPECT_TRUE(Has(text, "ringmaster_queue_wait_seconds_count 1"));
-  EXPECT_TRUE(Has(text, "ringmaster_rpcs_total{method=\"JobService/GetJob\",code=\"NOT_FOUND\"} 1"));
+  EXPECT_TRUE(Has(text, "ringmaster_rpcs_total{code=\"NOT_FOUND\",method=\"JobService/GetJob\"} 1"));
   EXPECT_TRUE(Has(text, "ringmaster_rpc_latency_seconds_count{method=\"NodeService/Register\"} 1"));
   EXPECT_FALSE(Has(text, "ringmaster_rpc_latency_seconds_count{method=\"NodeService/Session\"}"));  // a stream
 

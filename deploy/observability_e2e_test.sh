@@ -58,7 +58,7 @@ echo "job $job submitted"
 
 # Rank series with a committed checkpoint on the worker's /metrics.
 scrape() { curl -sf --max-time 5 "http://$1/metrics"; }
-has_checkpoint() { scrape "$wmetrics" | grep -qE "^ringmaster_rank_checkpoints_total\{job=\"$job\",rank=\"0\".*\} [1-9]"; }
+has_checkpoint() { scrape "$wmetrics" | grep "^ringmaster_rank_checkpoints_total{" | grep "job=\"$job\"" | grep -qE "rank=\"0\".*\} [1-9]"; }
 wait_until 120 "no checkpoint of $job on the worker's /metrics" has_checkpoint
 for endpoint in "coordinator $cmetrics" "worker $wmetrics"; do
   set -- $endpoint

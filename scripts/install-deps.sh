@@ -8,7 +8,8 @@ set -euo pipefail
 build_pkgs=(
   bazel-bootstrap g++ pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libgloo-dev libsqlite3-dev
-  libcli11-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev zlib1g-dev libopenblas-dev
+  libcli11-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev zlib1g-dev libopenblas-dev prometheus-cpp-dev
+  nlohmann-json3-dev
 )
 # What the tests and the examples read or run: promtool and prometheus, the
 # datasets, the corpus; for deploy/: systemd-analyze, PyYAML, node (the

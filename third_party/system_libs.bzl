@@ -33,6 +33,11 @@ _LIBRARIES = {
     "sqlite3": (["sqlite3"], [], "libsqlite3-dev"),
     "yaml_cpp": (["yaml-cpp"], [], "libyaml-cpp-dev"),
     "httplib": (["cpp-httplib"], [], "libcpp-httplib-dev"),
+    # Metrics: the core library (registry, families, text serializer); /metrics
+    # is served by common/metrics_http (cpp-httplib), not prometheus-cpp-pull.
+    "prometheus_cpp": (["prometheus-cpp-core"], [], "prometheus-cpp-dev"),
+    # The one JSON library: job specs' JSON and checkpoints' manifests.
+    "nlohmann_json": (["nlohmann_json"], [], "nlohmann-json3-dev"),
     "openblas": (["openblas"], [], "libopenblas-dev"),
     "zlib": (["zlib"], [], "zlib1g-dev"),
     "crypto": (["libcrypto"], [], "libssl-dev"),

@@ -314,9 +314,9 @@ TEST_F(AgentServerTest, ACommittedCheckpointsWriteTimeAndSizeReachTheMetrics) {
   grpc::Status status = checkpoints_->Commit(Context().get(), commit, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   const std::string text = registry_.ExposeText();
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",rank=\"0\",node=\"node-a\"} 1024"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_sum{job=\"j\",rank=\"0\",node=\"node-a\"} 0.5"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",rank=\"0\",node=\"node-a\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",node=\"node-a\",rank=\"0\"} 1024"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_sum{job=\"j\",node=\"node-a\",rank=\"0\"} 0.5"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",node=\"node-a\",rank=\"0\"} 1"));
 }
 
 TEST_F(AgentServerTest, TheCallersDeadlineAndCancellationReachTheCoordinator) {
@@ -365,7 +365,7 @@ TEST_F(AgentServerTest, ReportMetricsFeedsMetricsAndProgressAndTellsOldRanksToSt
   grpc::Status status = agent_stub_->ReportMetrics(Context().get(), report, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_FALSE(response.stop());
-  EXPECT_THAT(registry_.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",rank=\"1\",node=\"node-a\"} 42"));
+  EXPECT_THAT(registry_.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",node=\"node-a\",rank=\"1\"} 42"));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ASSERT_EQ(progress_.size(), 1u);

@@ -10,6 +10,11 @@
 
 namespace ringmaster::worker {
 
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
 struct WorkerMetrics::Families {
   Family<Gauge>* samples_per_second;
   Family<Gauge>* tokens_per_second;
@@ -28,15 +33,20 @@ struct WorkerMetrics::Families {
   Family<Histogram>* checkpoint_seconds;
   Family<Gauge>* checkpoint_bytes;
   Family<Counter>* checkpoints;
-  Family<CallbackGauge>* ranks_running;
-  Family<Gauge>* gpus;
-  Family<Gauge>* cpu_slots;
-  Family<Counter>* rank_exits;
-  Family<Gauge>* connected;
-  Family<Counter>* reconnects;
-  Family<CallbackGauge>* log_lines_dropped;
+  Histogram::BucketBoundaries step_buckets;
+  Histogram::BucketBoundaries checkpoint_buckets;
+  // The node's own series (label node), present from the start.
+  CallbackGauges* ranks_running;
+  Gauge* gpus;
+  Gauge* cpu_slots;
+  Counter* rank_exits;
+  Gauge* connected;
+  Counter* reconnects;
+  CallbackGauges* log_lines_dropped;
 };
 
+// A rank's series. Created and removed under WorkerMetrics::mu_, which is
+// also held whenever one is written.
 struct WorkerMetrics::RankSeries {
   Gauge* samples_per_second;
   Gauge* tokens_per_second;
@@ -60,10 +70,8 @@ struct WorkerMetrics::RankSeries {
 
 absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegistry* registry, std::string node) {
   auto f = std::make_unique<Families>();
-  const std::vector<std::string> rank_labels = {"job", "rank", "node"};
-  const std::vector<std::string> node_labels = {"node"};
   auto gauge = [&](const char* name, const char* help, Family<Gauge>** out) -> absl::Status {
-    ASSIGN_OR_RETURN(*out, registry->AddGauge(name, help, rank_labels));
+    ASSIGN_OR_RETURN(*out, registry->AddGauge(name, help));
     return absl::OkStatus();
   };
   RETURN_IF_ERROR(gauge("ringmaster_rank_samples_per_second",
@@ -74,10 +82,9 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
   RETURN_IF_ERROR(gauge("ringmaster_rank_loss_scale", "Current fp16 loss scale (0 when not fp16).", &f->loss_scale));
   RETURN_IF_ERROR(gauge("ringmaster_rank_skipped_steps", "Steps skipped for inf/NaN gradients in this generation.",
                         &f->skipped_steps));
-  ASSIGN_OR_RETURN(std::vector<double> buckets, ExponentialBuckets(0.001, 2.0, 17));
+  ASSIGN_OR_RETURN(f->step_buckets, ExponentialBuckets(0.001, 2.0, 17));
   ASSIGN_OR_RETURN(f->step_seconds, registry->AddHistogram("ringmaster_rank_step_seconds",
-                                                           "Mean step time over each reporting interval, seconds.",
-                                                           rank_labels, buckets));
+                                                           "Mean step time over each reporting interval, seconds."));
   RETURN_IF_ERROR(gauge("ringmaster_rank_communication_seconds",
                         "Of the mean step time, seconds spent waiting on communication.", &f->communication_seconds));
   RETURN_IF_ERROR(
@@ -93,38 +100,36 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
   RETURN_IF_ERROR(gauge("ringmaster_rank_step_time_skew_ratio",
                         "The rank's compute seconds over the median of its job's ranks on this node.",
                         &f->skew_ratio));
-  ASSIGN_OR_RETURN(std::vector<double> checkpoint_buckets, ExponentialBuckets(0.01, 2.0, 16));
+  ASSIGN_OR_RETURN(f->checkpoint_buckets, ExponentialBuckets(0.01, 2.0, 16));
   ASSIGN_OR_RETURN(f->checkpoint_seconds,
                    registry->AddHistogram("ringmaster_rank_checkpoint_seconds",
-                                          "Time to write each checkpoint the rank committed, seconds.", rank_labels,
-                                          checkpoint_buckets));
+                                          "Time to write each checkpoint the rank committed, seconds."));
   RETURN_IF_ERROR(
       gauge("ringmaster_rank_checkpoint_bytes", "Size of the rank's last committed checkpoint.", &f->checkpoint_bytes));
-  ASSIGN_OR_RETURN(f->checkpoints, registry->AddCounter("ringmaster_rank_checkpoints_total",
-                                                        "Checkpoints the rank committed.", rank_labels));
-  ASSIGN_OR_RETURN(f->ranks_running, registry->AddCallbackGauge("ringmaster_worker_ranks_running",
-                                                                "Trainer processes alive on the node.", node_labels));
-  ASSIGN_OR_RETURN(f->gpus, registry->AddGauge("ringmaster_worker_gpus", "GPUs the node offers.", node_labels));
-  ASSIGN_OR_RETURN(f->cpu_slots,
-                   registry->AddGauge("ringmaster_worker_cpu_slots", "CPU slots the node offers.", node_labels));
-  ASSIGN_OR_RETURN(f->rank_exits, registry->AddCounter("ringmaster_worker_rank_exits_total",
-                                                       "Trainer processes that exited, for any reason.", node_labels));
-  ASSIGN_OR_RETURN(f->connected,
+  ASSIGN_OR_RETURN(f->checkpoints,
+                   registry->AddCounter("ringmaster_rank_checkpoints_total", "Checkpoints the rank committed."));
+  const prometheus::Labels at_node = {{"node", node}};
+  ASSIGN_OR_RETURN(f->ranks_running,
+                   registry->AddCallbackGauges("ringmaster_worker_ranks_running", "Trainer processes alive on the node."));
+  ASSIGN_OR_RETURN(Family<Gauge> * gpus, registry->AddGauge("ringmaster_worker_gpus", "GPUs the node offers."));
+  f->gpus = &gpus->Add(at_node);
+  ASSIGN_OR_RETURN(Family<Gauge> * cpu_slots,
+                   registry->AddGauge("ringmaster_worker_cpu_slots", "CPU slots the node offers."));
+  f->cpu_slots = &cpu_slots->Add(at_node);
+  ASSIGN_OR_RETURN(Family<Counter> * rank_exits, registry->AddCounter("ringmaster_worker_rank_exits_total",
+                                                                      "Trainer processes that exited, for any reason."));
+  f->rank_exits = &rank_exits->Add(at_node);
+  ASSIGN_OR_RETURN(Family<Gauge> * connected,
                    registry->AddGauge("ringmaster_worker_coordinator_connected",
-                                      "1 while the session with the coordinator is open, else 0.", node_labels));
-  ASSIGN_OR_RETURN(f->reconnects,
+                                      "1 while the session with the coordinator is open, else 0."));
+  f->connected = &connected->Add(at_node);
+  ASSIGN_OR_RETURN(Family<Counter> * reconnects,
                    registry->AddCounter("ringmaster_worker_coordinator_reconnects_total",
-                                        "Sessions with the coordinator opened after the first.", node_labels));
-  ASSIGN_OR_RETURN(
-      f->log_lines_dropped,
-      registry->AddCallbackGauge("ringmaster_worker_log_lines_dropped",
-                                 "Rank log lines dropped because the shipping buffer was full.", node_labels));
-  // Node series exist from the start.
-  RETURN_IF_ERROR(f->gpus->WithLabels({node}).status());
-  RETURN_IF_ERROR(f->cpu_slots->WithLabels({node}).status());
-  RETURN_IF_ERROR(f->rank_exits->WithLabels({node}).status());
-  RETURN_IF_ERROR(f->connected->WithLabels({node}).status());
-  RETURN_IF_ERROR(f->reconnects->WithLabels({node}).status());
+                                        "Sessions with the coordinator opened after the first."));
+  f->reconnects = &reconnects->Add(at_node);
+  ASSIGN_OR_RETURN(f->log_lines_dropped,
+                   registry->AddCallbackGauges("ringmaster_worker_log_lines_dropped",
+                                               "Rank log lines dropped because the shipping buffer was full."));
   return std::unique_ptr<WorkerMetrics>(new WorkerMetrics(std::move(f), std::move(node)));
 }
 
@@ -133,30 +138,30 @@ WorkerMetrics::WorkerMetrics(std::unique_ptr<Families> families, std::string nod
 
 WorkerMetrics::~WorkerMetrics() = default;
 
-absl::StatusOr<WorkerMetrics::RankSeries*> WorkerMetrics::SeriesLocked(const std::string& job_id, int32_t rank) {
+WorkerMetrics::RankSeries* WorkerMetrics::SeriesLocked(const std::string& job_id, int32_t rank) {
   auto key = std::make_pair(job_id, rank);
   auto it = series_.find(key);
   if (it != series_.end()) return it->second.get();
-  const std::vector<std::string> labels = {job_id, absl::StrCat(rank), node_};
+  const prometheus::Labels labels = {{"job", job_id}, {"rank", absl::StrCat(rank)}, {"node", node_}};
   auto s = std::make_unique<RankSeries>();
   Families& f = *families_;
-  ASSIGN_OR_RETURN(s->samples_per_second, f.samples_per_second->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->tokens_per_second, f.tokens_per_second->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->loss, f.loss->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->loss_scale, f.loss_scale->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->skipped_steps, f.skipped_steps->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->step_seconds, f.step_seconds->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->communication_seconds, f.communication_seconds->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->grad_norm, f.grad_norm->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->learning_rate, f.learning_rate->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->step, f.step->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->device_memory_bytes, f.device_memory_bytes->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->generation, f.generation->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->compute_seconds, f.compute_seconds->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->skew_ratio, f.skew_ratio->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->checkpoint_seconds, f.checkpoint_seconds->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->checkpoint_bytes, f.checkpoint_bytes->WithLabels(labels));
-  ASSIGN_OR_RETURN(s->checkpoints, f.checkpoints->WithLabels(labels));
+  s->samples_per_second = &f.samples_per_second->Add(labels);
+  s->tokens_per_second = &f.tokens_per_second->Add(labels);
+  s->loss = &f.loss->Add(labels);
+  s->loss_scale = &f.loss_scale->Add(labels);
+  s->skipped_steps = &f.skipped_steps->Add(labels);
+  s->step_seconds = &f.step_seconds->Add(labels, f.step_buckets);
+  s->communication_seconds = &f.communication_seconds->Add(labels);
+  s->grad_norm = &f.grad_norm->Add(labels);
+  s->learning_rate = &f.learning_rate->Add(labels);
+  s->step = &f.step->Add(labels);
+  s->device_memory_bytes = &f.device_memory_bytes->Add(labels);
+  s->generation = &f.generation->Add(labels);
+  s->compute_seconds = &f.compute_seconds->Add(labels);
+  s->skew_ratio = &f.skew_ratio->Add(labels);
+  s->checkpoint_seconds = &f.checkpoint_seconds->Add(labels, f.checkpoint_buckets);
+  s->checkpoint_bytes = &f.checkpoint_bytes->Add(labels);
+  s->checkpoints = &f.checkpoints->Add(labels);
   RankSeries* raw = s.get();
   series_[key] = std::move(s);
   return raw;
@@ -167,12 +172,7 @@ WorkerMetrics::RankSeries* WorkerMetrics::CurrentSeriesLocked(const std::string&
   int64_t& newest = generation_[{job_id, rank}];
   if (generation < newest) return nullptr;
   newest = generation;
-  absl::StatusOr<RankSeries*> series = SeriesLocked(job_id, rank);
-  if (!series.ok()) {  // a job id that is not UTF-8: the launcher never starts such a rank
-    spdlog::warn("metrics of job {} rank {}: {}", job_id, rank, series.status().ToString());
-    return nullptr;
-  }
-  return *series;
+  return SeriesLocked(job_id, rank);
 }
 
 void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& m) {
@@ -216,50 +216,56 @@ void WorkerMetrics::RecordCheckpoint(const std::string& job_id, int64_t generati
   if (s == nullptr) return;
   if (write_seconds >= 0) s->checkpoint_seconds->Observe(write_seconds);
   s->checkpoint_bytes->Set(static_cast<double>(bytes));
-  s->checkpoints->Inc();
+  s->checkpoints->Increment();
 }
 
 void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, int32_t rank) {
-  if (auto c = families_->rank_exits->WithLabels({node_}); c.ok()) (*c)->Inc();
+  families_->rank_exits->Increment();
   std::lock_guard<std::mutex> lock(mu_);
   auto key = std::make_pair(job_id, rank);
   auto gen = generation_.find(key);
   if (gen != generation_.end() && gen->second > generation) return;
   if (gen != generation_.end()) generation_.erase(gen);
-  if (series_.erase(key) == 0) return;
-  const std::vector<std::string> labels = {job_id, absl::StrCat(rank), node_};
+  auto it = series_.find(key);
+  if (it == series_.end()) return;
+  const RankSeries& s = *it->second;
   Families& f = *families_;
-  for (Family<Gauge>* family :
-       {f.samples_per_second, f.tokens_per_second, f.loss, f.loss_scale, f.skipped_steps, f.communication_seconds,
-        f.grad_norm, f.learning_rate, f.step, f.device_memory_bytes, f.generation, f.compute_seconds, f.skew_ratio,
-        f.checkpoint_bytes}) {
-    family->Remove(labels).IgnoreError();
-  }
-  f.step_seconds->Remove(labels).IgnoreError();
-  f.checkpoint_seconds->Remove(labels).IgnoreError();
-  f.checkpoints->Remove(labels).IgnoreError();
+  f.samples_per_second->Remove(s.samples_per_second);
+  f.tokens_per_second->Remove(s.tokens_per_second);
+  f.loss->Remove(s.loss);
+  f.loss_scale->Remove(s.loss_scale);
+  f.skipped_steps->Remove(s.skipped_steps);
+  f.step_seconds->Remove(s.step_seconds);
+  f.communication_seconds->Remove(s.communication_seconds);
+  f.grad_norm->Remove(s.grad_norm);
+  f.learning_rate->Remove(s.learning_rate);
+  f.step->Remove(s.step);
+  f.device_memory_bytes->Remove(s.device_memory_bytes);
+  f.generation->Remove(s.generation);
+  f.compute_seconds->Remove(s.compute_seconds);
+  f.skew_ratio->Remove(s.skew_ratio);
+  f.checkpoint_seconds->Remove(s.checkpoint_seconds);
+  f.checkpoint_bytes->Remove(s.checkpoint_bytes);
+  f.checkpoints->Remove(s.checkpoints);
+  series_.erase(it);
   UpdateSkewLocked(job_id);
 }
 
 void WorkerMetrics::SetCapacity(int gpus, int cpu_slots) {
-  if (auto g = families_->gpus->WithLabels({node_}); g.ok()) (*g)->Set(gpus);
-  if (auto g = families_->cpu_slots->WithLabels({node_}); g.ok()) (*g)->Set(cpu_slots);
+  families_->gpus->Set(gpus);
+  families_->cpu_slots->Set(cpu_slots);
 }
 
-void WorkerMetrics::SetConnected(bool connected) {
-  if (auto g = families_->connected->WithLabels({node_}); g.ok()) (*g)->Set(connected ? 1 : 0);
-}
+void WorkerMetrics::SetConnected(bool connected) { families_->connected->Set(connected ? 1 : 0); }
 
-void WorkerMetrics::CountReconnect() {
-  if (auto c = families_->reconnects->WithLabels({node_}); c.ok()) (*c)->Inc();
-}
+void WorkerMetrics::CountReconnect() { families_->reconnects->Increment(); }
 
 void WorkerMetrics::SetRanksRunningSource(std::function<double()> source) {
-  if (auto g = families_->ranks_running->WithLabels({node_}); g.ok()) (*g)->SetCallback(std::move(source));
+  families_->ranks_running->Set({{"node", node_}}, std::move(source));
 }
 
 void WorkerMetrics::SetLogLinesDroppedSource(std::function<double()> source) {
-  if (auto g = families_->log_lines_dropped->WithLabels({node_}); g.ok()) (*g)->SetCallback(std::move(source));
+  families_->log_lines_dropped->Set({{"node", node_}}, std::move(source));
 }
 
 }  // namespace ringmaster::worker

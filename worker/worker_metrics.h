@@ -75,10 +75,10 @@ class WorkerMetrics {
   struct Families;
   struct RankSeries;
   WorkerMetrics(std::unique_ptr<Families> families, std::string node);
-  // The rank's series, created on first use; nullptr (logged) for a job id
-  // the registry refuses, or a report of an older generation.
+  // The rank's series, created on first use; nullptr for a report of an
+  // older generation.
   RankSeries* CurrentSeriesLocked(const std::string& job_id, int64_t generation, int32_t rank);
-  absl::StatusOr<RankSeries*> SeriesLocked(const std::string& job_id, int32_t rank);
+  RankSeries* SeriesLocked(const std::string& job_id, int32_t rank);
   // Sets the skew ratio of every rank of `job_id` on this node.
   void UpdateSkewLocked(const std::string& job_id);
 

@@ -35,12 +35,12 @@ TEST(WorkerMetricsTest, ExposesEachRanksStepMetricsWithJobRankAndNodeLabels) {
   (*metrics)->SetLogLinesDroppedSource([] { return 0.0; });
   (*metrics)->RecordStep("j1", 1, 3, Step(10));
   const std::string text = registry.ExposeText();
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_loss{job=\"j1\",rank=\"3\",node=\"node-a\"} 0.25"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_samples_per_second{job=\"j1\",rank=\"3\",node=\"node-a\"} 1234.5"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_loss_scale{job=\"j1\",rank=\"3\",node=\"node-a\"} 65536"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step{job=\"j1\",rank=\"3\",node=\"node-a\"} 10"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_device_memory_bytes{job=\"j1\",rank=\"3\",node=\"node-a\"} 1073741824"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_seconds_count{job=\"j1\",rank=\"3\",node=\"node-a\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_loss{job=\"j1\",node=\"node-a\",rank=\"3\"} 0.25"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_samples_per_second{job=\"j1\",node=\"node-a\",rank=\"3\"} 1234.5"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_loss_scale{job=\"j1\",node=\"node-a\",rank=\"3\"} 65536"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step{job=\"j1\",node=\"node-a\",rank=\"3\"} 10"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_device_memory_bytes{job=\"j1\",node=\"node-a\",rank=\"3\"} 1073741824"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_seconds_count{job=\"j1\",node=\"node-a\",rank=\"3\"} 1"));
   EXPECT_THAT(text, HasSubstr("ringmaster_worker_gpus{node=\"node-a\"} 8"));
   EXPECT_THAT(text, HasSubstr("ringmaster_worker_ranks_running{node=\"node-a\"} 2"));
 
@@ -56,9 +56,9 @@ TEST(WorkerMetricsTest, AnExitedRanksSeriesGoUnlessANewerGenerationReports) {
   metrics->RecordStep("j", 1, 0, Step(5));
   metrics->RecordStep("j", 2, 0, Step(1));
   metrics->RecordStep("j", 1, 0, Step(6));  // a late report of the old generation: ignored
-  EXPECT_THAT(registry.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",rank=\"0\",node=\"n\"} 1"));
+  EXPECT_THAT(registry.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",node=\"n\",rank=\"0\"} 1"));
   metrics->RankExited("j", 1, 0);  // generation 1's process ends after 2 started
-  EXPECT_THAT(registry.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",rank=\"0\",node=\"n\"} 1"));
+  EXPECT_THAT(registry.ExposeText(), HasSubstr("ringmaster_rank_step{job=\"j\",node=\"n\",rank=\"0\"} 1"));
   metrics->RankExited("j", 2, 0);
   const std::string text = registry.ExposeText();
   EXPECT_THAT(text, Not(HasSubstr("ringmaster_rank_step{")));
@@ -81,15 +81,15 @@ TEST(WorkerMetricsTest, TheStragglerIsTheRankThatComputesLongestAgainstItsJobsMe
   metrics->RecordStep("j", 1, 2, Timed(1.0, 0.25));
   metrics->RecordStep("other", 1, 0, Timed(1.0, 0.0));  // another job: its own median
   std::string text = registry.ExposeText();
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_compute_seconds{job=\"j\",rank=\"2\",node=\"n\"} 0.75"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"2\",node=\"n\"} 3"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"0\",node=\"n\"} 1"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"other\",rank=\"0\",node=\"n\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_compute_seconds{job=\"j\",node=\"n\",rank=\"2\"} 0.75"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",node=\"n\",rank=\"2\"} 3"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",node=\"n\",rank=\"0\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"other\",node=\"n\",rank=\"0\"} 1"));
   // The straggler exits: the two left are even.
   metrics->RankExited("j", 1, 2);
   text = registry.ExposeText();
   EXPECT_THAT(text, Not(HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"2\"")));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",rank=\"1\",node=\"n\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_step_time_skew_ratio{job=\"j\",node=\"n\",rank=\"1\"} 1"));
 }
 
 TEST(WorkerMetricsTest, CheckpointsAreCountedWithTheirWriteTimeAndSize) {
@@ -99,10 +99,10 @@ TEST(WorkerMetricsTest, CheckpointsAreCountedWithTheirWriteTimeAndSize) {
   metrics->RecordCheckpoint("j", 1, 0, -1, 8192);  // write time unknown: counted, not observed
   metrics->RecordCheckpoint("j", 0, 0, 5.0, 1);      // an older generation: ignored
   const std::string text = registry.ExposeText();
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",rank=\"0\",node=\"n\"} 2"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",rank=\"0\",node=\"n\"} 8192"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_count{job=\"j\",rank=\"0\",node=\"n\"} 1"));
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_sum{job=\"j\",rank=\"0\",node=\"n\"} 0.3"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",node=\"n\",rank=\"0\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",node=\"n\",rank=\"0\"} 8192"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_count{job=\"j\",node=\"n\",rank=\"0\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_sum{job=\"j\",node=\"n\",rank=\"0\"} 0.3"));
   metrics->RankExited("j", 1, 0);
   EXPECT_THAT(registry.ExposeText(), Not(HasSubstr("ringmaster_rank_checkpoint_bytes{")));
 
