@@ -50,9 +50,13 @@ const std::vector<BadSpec>& BadSpecs() {
       {"MalformedYaml", "model: {mlp: {}\ndata: x\n",
        "malformed YAML at line 2, column 1: end of map flow not found"},
       {"MalformedJson", "{\"model\": {\"mlp\": {}},\n \"data\": {\"dataset\": \"text\",}}",
-       "malformed JSON at line 2, column 29: expected a quoted member name, got '}'", true},
+       "malformed JSON at line 2, column 29: syntax error while parsing object key - unexpected '}'; expected string "
+       "literal",
+       true},
       {"JsonTrailingGarbage", "{\"model\": {}} x",
-       "malformed JSON at line 1, column 15: unexpected content after the JSON value", true},
+       "malformed JSON at line 1, column 15: syntax error while parsing value - invalid literal; last read: "
+       "'\"model\": {}} x'; expected end of input",
+       true},
       {"EmptyDocument", "# nothing here\n", "job spec: the document is empty"},
       {"AliasBomb",
        "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"

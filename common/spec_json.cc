@@ -1,319 +1,170 @@
-// A small strict JSON parser (RFC 8259) that keeps line and column of every
-// value, so that spec errors can point into the file. Produces SpecNodes.
+// A job spec written as JSON, parsed by nlohmann-json (common/json.h) into the
+// SpecNode tree the mapper reads. Its SAX interface builds the tree directly,
+// so a repeated key reaches the mapper (which reports it by field), and
+// numbers keep the text they were written with. Syntax errors carry
+// nlohmann's line and column. Its SAX events carry no position, so the input
+// is read through an iterator that records how far the parser has read: a
+// value starts at the first character after the previous event's token that
+// is not whitespace, ',' or ':'.
 
+#include <algorithm>
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/json.h"
 #include "common/spec_tree.h"
 
 namespace ringmaster::spec_internal {
 namespace {
 
-// Deeper documents are rejected (a job spec is at most about 5 levels deep).
-constexpr int kMaxDepth = 64;
-
-class JsonParser {
+// An iterator over the text that records the furthest position read.
+class TrackingIterator {
  public:
-  explicit JsonParser(absl::string_view text) : text_(text) {}
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
 
-  absl::StatusOr<SpecNode> ParseDocument() {
-    SkipWhitespace();
-    if (AtEnd()) return SpecNode();  // empty: kNull, as for YAML
-    absl::StatusOr<SpecNode> value = ParseValue(0);
-    if (!value.ok()) return value;
-    SkipWhitespace();
-    if (!AtEnd()) return Error("unexpected content after the JSON value");
-    return value;
+  TrackingIterator(const char* at, size_t* furthest, const char* begin) : at_(at), furthest_(furthest), begin_(begin) {}
+  reference operator*() const {
+    *furthest_ = std::max(*furthest_, static_cast<size_t>(at_ - begin_) + 1);
+    return *at_;
+  }
+  TrackingIterator& operator++() {
+    ++at_;
+    return *this;
+  }
+  bool operator==(const TrackingIterator& o) const { return at_ == o.at_; }
+  bool operator!=(const TrackingIterator& o) const { return at_ != o.at_; }
+
+ private:
+  const char* at_;
+  size_t* furthest_;
+  const char* begin_;
+};
+
+// 1-based line and column of each byte offset of a text.
+class Positions {
+ public:
+  explicit Positions(absl::string_view text) : text_(text) {
+    line_starts_.push_back(0);
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') line_starts_.push_back(i + 1);
+    }
+  }
+  // Where the token after `from` starts: past whitespace and separators.
+  size_t NextTokenStart(size_t from) const {
+    while (from < text_.size() && absl::string_view(" \t\r\n,:").find(text_[from]) != absl::string_view::npos) ++from;
+    return from;
+  }
+  void Locate(size_t offset, SpecNode* node) const {
+    const auto line = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - 1;
+    node->line = static_cast<int>(line - line_starts_.begin()) + 1;
+    node->column = static_cast<int>(offset - *line) + 1;
   }
 
  private:
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  char Peek() const { return AtEnd() ? '\0' : text_[pos_]; }
-
-  void Advance() {
-    if (text_[pos_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++pos_;
-  }
-
-  void SkipWhitespace() {
-    while (!AtEnd() && (Peek() == ' ' || Peek() == '\t' || Peek() == '\n' || Peek() == '\r')) {
-      Advance();
-    }
-  }
-
-  absl::Status Error(absl::string_view reason) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("malformed JSON at line ", line_, ", column ", column_, ": ", reason));
-  }
-
-  absl::Status UnexpectedChar(absl::string_view expected) const {
-    if (AtEnd()) return Error(absl::StrCat("expected ", expected, ", got the end of the text"));
-    return Error(absl::StrCat("expected ", expected, ", got '", std::string(1, Peek()), "'"));
-  }
-
-  SpecNode StartNode(SpecNode::Kind kind) const {
-    SpecNode node;
-    node.kind = kind;
-    node.line = line_;
-    node.column = column_;
-    return node;
-  }
-
-  absl::StatusOr<SpecNode> ParseValue(int depth) {
-    if (depth > kMaxDepth) return Error(absl::StrCat("nesting deeper than ", kMaxDepth, " levels"));
-    switch (Peek()) {
-      case '{':
-        return ParseObject(depth);
-      case '[':
-        return ParseArray(depth);
-      case '"': {
-        SpecNode node = StartNode(SpecNode::Kind::kScalar);
-        node.quoted = true;
-        absl::Status status = ParseString(&node.text);
-        if (!status.ok()) return status;
-        return node;
-      }
-      case 't':
-        return ParseLiteral("true", SpecNode::Kind::kScalar);
-      case 'f':
-        return ParseLiteral("false", SpecNode::Kind::kScalar);
-      case 'n':
-        return ParseLiteral("null", SpecNode::Kind::kNull);
-      default:
-        if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) return ParseNumber();
-        return UnexpectedChar("a value");
-    }
-  }
-
-  absl::StatusOr<SpecNode> ParseLiteral(absl::string_view word, SpecNode::Kind kind) {
-    SpecNode node = StartNode(kind);
-    if (text_.substr(pos_, word.size()) != word) return UnexpectedChar("a value");
-    for (size_t i = 0; i < word.size(); ++i) Advance();
-    if (kind == SpecNode::Kind::kScalar) node.text = std::string(word);
-    return node;
-  }
-
-  void AdvanceDigits() {
-    while (Peek() >= '0' && Peek() <= '9') Advance();
-  }
-
-  absl::StatusOr<SpecNode> ParseNumber() {
-    SpecNode node = StartNode(SpecNode::Kind::kScalar);
-    const size_t start = pos_;
-    if (Peek() == '-') Advance();
-    if (Peek() == '0') {
-      Advance();
-    } else if (Peek() >= '1' && Peek() <= '9') {
-      AdvanceDigits();
-    } else {
-      return UnexpectedChar("a digit");
-    }
-    if (Peek() == '.') {
-      Advance();
-      if (!(Peek() >= '0' && Peek() <= '9')) return UnexpectedChar("a digit after '.'");
-      AdvanceDigits();
-    }
-    if (Peek() == 'e' || Peek() == 'E') {
-      Advance();
-      if (Peek() == '+' || Peek() == '-') Advance();
-      if (!(Peek() >= '0' && Peek() <= '9')) return UnexpectedChar("a digit in the exponent");
-      AdvanceDigits();
-    }
-    node.text = std::string(text_.substr(start, pos_ - start));
-    return node;
-  }
-
-  absl::StatusOr<unsigned> ParseHex4() {
-    unsigned value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = Peek();
-      unsigned digit;
-      if (c >= '0' && c <= '9') {
-        digit = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        digit = c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        digit = c - 'A' + 10;
-      } else {
-        return UnexpectedChar("a hex digit");
-      }
-      value = value * 16 + digit;
-      Advance();
-    }
-    return value;
-  }
-
-  static void AppendUtf8(unsigned code_point, std::string* out) {
-    if (code_point < 0x80) {
-      *out += static_cast<char>(code_point);
-    } else if (code_point < 0x800) {
-      *out += static_cast<char>(0xC0 | (code_point >> 6));
-      *out += static_cast<char>(0x80 | (code_point & 0x3F));
-    } else if (code_point < 0x10000) {
-      *out += static_cast<char>(0xE0 | (code_point >> 12));
-      *out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-      *out += static_cast<char>(0x80 | (code_point & 0x3F));
-    } else {
-      *out += static_cast<char>(0xF0 | (code_point >> 18));
-      *out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
-      *out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-      *out += static_cast<char>(0x80 | (code_point & 0x3F));
-    }
-  }
-
-  // \uXXXX (after the "\u"), combining a surrogate pair.
-  absl::Status ParseUnicodeEscape(std::string* out) {
-    absl::StatusOr<unsigned> high = ParseHex4();
-    if (!high.ok()) return high.status();
-    unsigned code_point = *high;
-    if (code_point >= 0xD800 && code_point <= 0xDBFF) {
-      if (Peek() != '\\') return UnexpectedChar("a low surrogate \\u escape");
-      Advance();
-      if (Peek() != 'u') return UnexpectedChar("a low surrogate \\u escape");
-      Advance();
-      absl::StatusOr<unsigned> low = ParseHex4();
-      if (!low.ok()) return low.status();
-      if (*low < 0xDC00 || *low > 0xDFFF) return Error("invalid low surrogate");
-      code_point = 0x10000 + ((code_point - 0xD800) << 10) + (*low - 0xDC00);
-    } else if (code_point >= 0xDC00 && code_point <= 0xDFFF) {
-      return Error("unpaired low surrogate");
-    }
-    AppendUtf8(code_point, out);
-    return absl::OkStatus();
-  }
-
-  absl::Status ParseString(std::string* out) {
-    Advance();  // the opening quote
-    while (true) {
-      if (AtEnd()) return Error("unterminated string");
-      const char c = Peek();
-      if (c == '"') {
-        Advance();
-        return absl::OkStatus();
-      }
-      if (static_cast<unsigned char>(c) < 0x20) return Error("control character in a string");
-      if (c != '\\') {
-        *out += c;
-        Advance();
-        continue;
-      }
-      Advance();
-      const char escape = Peek();
-      if (AtEnd()) return Error("unterminated string");
-      Advance();
-      switch (escape) {
-        case '"':
-          *out += '"';
-          break;
-        case '\\':
-          *out += '\\';
-          break;
-        case '/':
-          *out += '/';
-          break;
-        case 'b':
-          *out += '\b';
-          break;
-        case 'f':
-          *out += '\f';
-          break;
-        case 'n':
-          *out += '\n';
-          break;
-        case 'r':
-          *out += '\r';
-          break;
-        case 't':
-          *out += '\t';
-          break;
-        case 'u': {
-          absl::Status status = ParseUnicodeEscape(out);
-          if (!status.ok()) return status;
-          break;
-        }
-        default:
-          return Error(absl::StrCat("invalid escape '\\", std::string(1, escape), "'"));
-      }
-    }
-  }
-
-  absl::StatusOr<SpecNode> ParseArray(int depth) {
-    SpecNode node = StartNode(SpecNode::Kind::kList);
-    Advance();  // '['
-    SkipWhitespace();
-    if (Peek() == ']') {
-      Advance();
-      return node;
-    }
-    while (true) {
-      SkipWhitespace();
-      absl::StatusOr<SpecNode> item = ParseValue(depth + 1);
-      if (!item.ok()) return item;
-      node.items.push_back(*std::move(item));
-      SkipWhitespace();
-      if (Peek() == ',') {
-        Advance();
-        continue;
-      }
-      if (Peek() == ']') {
-        Advance();
-        return node;
-      }
-      return UnexpectedChar("',' or ']'");
-    }
-  }
-
-  absl::StatusOr<SpecNode> ParseObject(int depth) {
-    SpecNode node = StartNode(SpecNode::Kind::kMap);
-    Advance();  // '{'
-    SkipWhitespace();
-    if (Peek() == '}') {
-      Advance();
-      return node;
-    }
-    while (true) {
-      SkipWhitespace();
-      if (Peek() != '"') return UnexpectedChar("a quoted member name");
-      SpecNode key = StartNode(SpecNode::Kind::kScalar);
-      key.quoted = true;
-      absl::Status status = ParseString(&key.text);
-      if (!status.ok()) return status;
-      SkipWhitespace();
-      if (Peek() != ':') return UnexpectedChar("':'");
-      Advance();
-      SkipWhitespace();
-      absl::StatusOr<SpecNode> value = ParseValue(depth + 1);
-      if (!value.ok()) return value;
-      node.entries.emplace_back(std::move(key), *std::move(value));
-      SkipWhitespace();
-      if (Peek() == ',') {
-        Advance();
-        continue;
-      }
-      if (Peek() == '}') {
-        Advance();
-        return node;
-      }
-      return UnexpectedChar("',' or '}'");
-    }
-  }
-
   absl::string_view text_;
-  size_t pos_ = 0;
-  int line_ = 1;
-  int column_ = 1;
+  std::vector<size_t> line_starts_;
+};
+
+class SpecNodeBuilder final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  // `read` is how far the parser has read `text` (TrackingIterator).
+  SpecNodeBuilder(absl::string_view text, const size_t* read) : positions_(text), read_(read) {}
+
+  bool null() override { return Value(SpecNode()); }
+  bool boolean(bool value) override { return Value(SpecNode::Scalar(value ? "true" : "false")); }
+  bool number_integer(number_integer_t value) override { return Value(SpecNode::Scalar(absl::StrCat(value))); }
+  bool number_unsigned(number_unsigned_t value) override { return Value(SpecNode::Scalar(absl::StrCat(value))); }
+  bool number_float(number_float_t /*value*/, const string_t& text) override {
+    return Value(SpecNode::Scalar(text));  // as written: "1e-3" stays "1e-3"
+  }
+  bool string(string_t& value) override { return Value(SpecNode::Scalar(std::move(value), /*quoted=*/true)); }
+  bool binary(binary_t& /*value*/) override { return false; }  // not produced by the text parser
+  bool start_object(std::size_t /*elements*/) override {
+    SpecNode node;
+    node.kind = SpecNode::Kind::kMap;
+    Locate(&node);
+    open_.push_back(std::move(node));
+    return true;
+  }
+  bool key(string_t& key) override {
+    keys_.push_back(SpecNode::Scalar(std::move(key), /*quoted=*/true));
+    Locate(&keys_.back());
+    return true;
+  }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t /*elements*/) override {
+    SpecNode node;
+    node.kind = SpecNode::Kind::kList;
+    Locate(&node);
+    open_.push_back(std::move(node));
+    return true;
+  }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& error) override {
+    error_ = JsonSyntaxError(error);
+    return false;
+  }
+
+  absl::StatusOr<SpecNode> Result() && {
+    if (!error_.ok()) return error_;
+    return std::move(root_);
+  }
+
+ private:
+  // The token of the event being handled starts after the previous one's.
+  void Locate(SpecNode* node) {
+    positions_.Locate(positions_.NextTokenStart(previous_end_), node);
+    previous_end_ = *read_;
+  }
+
+  // A finished value goes into the innermost open list or map (after its
+  // key), or becomes the document.
+  bool Value(SpecNode node, bool located = false) {
+    if (!located) Locate(&node);
+    if (open_.empty()) {
+      root_ = std::move(node);
+    } else if (open_.back().kind == SpecNode::Kind::kList) {
+      open_.back().items.push_back(std::move(node));
+    } else {
+      open_.back().entries.emplace_back(std::move(keys_.back()), std::move(node));
+      keys_.pop_back();
+    }
+    return true;
+  }
+  bool Close() {
+    SpecNode node = std::move(open_.back());
+    open_.pop_back();
+    previous_end_ = *read_;  // past the ']' or '}'
+    return Value(std::move(node), /*located=*/true);
+  }
+
+  const Positions positions_;
+  const size_t* read_;
+  size_t previous_end_ = 0;     // how far the parser had read at the previous event
+  std::vector<SpecNode> open_;  // lists and maps being filled, innermost last
+  std::vector<SpecNode> keys_;  // the pending key of each open map
+  SpecNode root_;
+  absl::Status error_;
 };
 
 }  // namespace
 
 absl::StatusOr<SpecNode> ParseJsonTree(absl::string_view text) {
-  return JsonParser(text).ParseDocument();
+  if (text.find_first_not_of(" \t\r\n") == absl::string_view::npos) return SpecNode();  // empty, as for YAML
+  size_t read = 0;
+  SpecNodeBuilder builder(text, &read);
+  nlohmann::json::sax_parse(TrackingIterator(text.data(), &read, text.data()),
+                            TrackingIterator(text.data() + text.size(), &read, text.data()), &builder);
+  return std::move(builder).Result();
 }
 
 }  // namespace ringmaster::spec_internal

@@ -6,7 +6,7 @@
 #include <cerrno>
 
 #include "common/proto_time.h"
-#include "worker/utf8.h"
+#include "common/utf8.h"
 
 namespace ringmaster::worker {
 

@@ -1,5 +1,5 @@
 // LogShipper: lines from growing files, sequence numbers, partial and long
-// lines, invalid UTF-8, the bounded buffer. Also Utf8 helpers.
+// lines, invalid UTF-8, the bounded buffer.
 #include "worker/log_shipper.h"
 
 #include <fstream>
@@ -7,7 +7,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/test_util.h"
-#include "worker/utf8.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -134,21 +133,6 @@ TEST_F(LogShipperTest, TheThreadPollsAndCloseFlushes) {
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0].text(), "two");
   EXPECT_FALSE(shipper.NextChunk(absl::Seconds(10)).has_value());  // closed: no waiting
-}
-
-TEST(Utf8Test, SanitizeKeepsValidTextAndReplacesTheRest) {
-  EXPECT_EQ(SanitizeUtf8("plain"), "plain");
-  EXPECT_EQ(SanitizeUtf8("\xC3\xA9t\xC3\xA9"), "\xC3\xA9t\xC3\xA9");
-  EXPECT_EQ(SanitizeUtf8("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
-  EXPECT_EQ(SanitizeUtf8("a\xC3"), "a\xEF\xBF\xBD");                                // truncated sequence
-  EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
-  EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong
-}
-
-TEST(Utf8Test, SafePrefixDoesNotCutACharacter) {
-  EXPECT_EQ(Utf8SafePrefix("abc", 8), 3u);
-  EXPECT_EQ(Utf8SafePrefix("ab\xC3\xA9", 3), 2u);
-  EXPECT_EQ(Utf8SafePrefix("\xF0\x9F\x98\x80x", 4), 4u);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
-#include "worker/utf8.h"
+#include "common/utf8.h"
 
 namespace ringmaster::worker {
 
@@ -323,16 +323,11 @@ std::string ProcessSupervisor::ReadTail(const std::string& path) const {
   std::string tail(static_cast<size_t>(take), '\0');
   in.read(tail.data(), take);
   tail.resize(static_cast<size_t>(in.gcount()));
-  // Start at a character boundary, and keep it valid UTF-8 (a proto string).
-  size_t start = 0;
-  while (start < tail.size() && start < 3 && (static_cast<unsigned char>(tail[start]) & 0xC0) == 0x80) ++start;
-  std::string clean = SanitizeUtf8(absl::string_view(tail).substr(start));
-  if (clean.size() > options_.exit_tail_bytes) {  // replacement characters are longer than the bytes they replace
-    size_t cut = clean.size() - options_.exit_tail_bytes;
-    while (cut < clean.size() && (static_cast<unsigned char>(clean[cut]) & 0xC0) == 0x80) ++cut;
-    clean.erase(0, cut);
-  }
-  return clean;
+  // Start at a character boundary, and keep it valid UTF-8 (a proto string)
+  // and within the bound (replacement characters are longer than the bytes
+  // they replace).
+  const std::string clean = SanitizeUtf8(Utf8SafeSuffix(tail, tail.size()));
+  return std::string(Utf8SafeSuffix(clean, options_.exit_tail_bytes));
 }
 
 }  // namespace ringmaster::worker

@@ -5,8 +5,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "engine/checkpoint/json.h"
+#include "common/json.h"
+#include "common/utf8.h"
 
 namespace ringmaster::engine {
 namespace {
@@ -31,69 +31,71 @@ bool IsLowerHexSha256(const std::string& s) {
 }  // namespace
 
 std::string SerializeManifest(const Manifest& manifest) {
-  std::vector<std::string> files;
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const ManifestEntry& file : manifest.files) {
-    files.push_back(absl::StrFormat("    {\"name\": %s, \"size\": %d, \"sha256\": %s}", JsonQuote(file.name), file.size,
-                                    JsonQuote(file.sha256)));
+    files.push_back({{"name", file.name}, {"size", file.size}, {"sha256", file.sha256}});
   }
-  return absl::StrFormat("{\n  \"format\": %s,\n  \"step\": %d,\n  \"files\": [\n%s\n  ]\n}\n",
-                         JsonQuote(kManifestFormat), manifest.step, absl::StrJoin(files, ",\n"));
+  const nlohmann::ordered_json json = {{"format", kManifestFormat}, {"step", manifest.step}, {"files", files}};
+  // File names are plain, UTF-8 names the trainer chose; a stray byte is
+  // replaced rather than thrown.
+  return json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 absl::StatusOr<Manifest> ParseManifest(absl::string_view text, absl::string_view path) {
-  absl::StatusOr<JsonValue> json = ParseJson(text);
+  absl::StatusOr<nlohmann::ordered_json> json = ParseJson(text);
   if (!json.ok()) return Corrupt(path, json.status().message());
-  const JsonValue* format = json->Find("format");
-  const JsonValue* step = json->Find("step");
-  const JsonValue* files = json->Find("files");
-  if (format == nullptr || format->type != JsonValue::Type::kString || format->string != kManifestFormat) {
-    return Corrupt(path, absl::StrFormat("\"format\" is not %s", JsonQuote(kManifestFormat)));
+  if (!json->is_object()) return Corrupt(path, "not a JSON object");
+  const auto format = json->find("format");
+  const auto step = json->find("step");
+  const auto files = json->find("files");
+  if (format == json->end() || !format->is_string() || format->get<std::string>() != kManifestFormat) {
+    return Corrupt(path, absl::StrFormat("\"format\" is not \"%s\"", kManifestFormat));
   }
-  if (step == nullptr || !step->is_integer || step->integer < 0) {
+  if (step == json->end() || !step->is_number_integer() || step->get<int64_t>() < 0) {
     return Corrupt(path, "\"step\" is not a non-negative integer");
   }
-  if (files == nullptr || files->type != JsonValue::Type::kArray) return Corrupt(path, "\"files\" is not an array");
+  if (files == json->end() || !files->is_array()) return Corrupt(path, "\"files\" is not an array");
   Manifest manifest;
-  manifest.step = step->integer;
+  manifest.step = step->get<int64_t>();
   std::set<std::string> names;
-  for (const JsonValue& file : files->array) {
-    const JsonValue* name = file.Find("name");
-    const JsonValue* size = file.Find("size");
-    const JsonValue* sha = file.Find("sha256");
-    if (name == nullptr || name->type != JsonValue::Type::kString || !IsPlainFileName(name->string) ||
-        !names.insert(name->string).second || size == nullptr || !size->is_integer || size->integer < 0 ||
-        sha == nullptr || sha->type != JsonValue::Type::kString || !IsLowerHexSha256(sha->string)) {
+  for (const nlohmann::ordered_json& file : *files) {
+    const bool ok = file.is_object() && file.contains("name") && file["name"].is_string() &&
+                    IsPlainFileName(file["name"].get<std::string>()) &&
+                    names.insert(file["name"].get<std::string>()).second && file.contains("size") &&
+                    file["size"].is_number_integer() && file["size"].get<int64_t>() >= 0 && file.contains("sha256") &&
+                    file["sha256"].is_string() && IsLowerHexSha256(file["sha256"].get<std::string>());
+    if (!ok) {
       return Corrupt(path,
                      "a \"files\" entry is not {\"name\": <unique file name>, \"size\": <bytes>, "
                      "\"sha256\": <64 lower-case hex digits>}");
     }
-    manifest.files.push_back({name->string, size->integer, sha->string});
+    manifest.files.push_back(
+        {file["name"].get<std::string>(), file["size"].get<int64_t>(), file["sha256"].get<std::string>()});
   }
   return manifest;
 }
 
 absl::StatusOr<std::string> SerializeState(const StateMap& state) {
-  std::vector<std::string> items;
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
   for (const auto& [key, value] : state) {
     if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
       return absl::InvalidArgumentError("a state key or value is not valid UTF-8");
     }
-    items.push_back(absl::StrCat("  ", JsonQuote(key), ": ", JsonQuote(value)));
+    json[key] = value;
   }
-  if (items.empty()) return std::string("{}\n");
-  return absl::StrCat("{\n", absl::StrJoin(items, ",\n"), "\n}\n");
+  return json.dump(2) + "\n";
 }
 
 absl::StatusOr<StateMap> ParseState(absl::string_view text, absl::string_view path) {
-  absl::StatusOr<JsonValue> json = ParseJson(text);
+  absl::StatusOr<nlohmann::ordered_json> json = ParseJson(text);
   if (!json.ok()) return Corrupt(path, json.status().message());
-  if (json->type != JsonValue::Type::kObject) return Corrupt(path, "not a JSON object");
+  if (!json->is_object()) return Corrupt(path, "not a JSON object");
   StateMap state;
-  for (const auto& [key, value] : json->object) {
-    if (value.type != JsonValue::Type::kString) {
-      return Corrupt(path, absl::StrFormat("the value of %s is not a string", JsonQuote(key)));
+  for (const auto& [key, value] : json->items()) {
+    if (!value.is_string()) {
+      return Corrupt(path, absl::StrFormat("the value of %s is not a string", nlohmann::ordered_json(key).dump()));
     }
-    state[key] = value.string;
+    state[key] = value.get<std::string>();
   }
   return state;
 }

@@ -9,9 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "engine/checkpoint/json.h"
+#include "common/json.h"
+#include "common/utf8.h"
 
 namespace ringmaster::engine {
 namespace {
@@ -35,8 +35,6 @@ bool CountElements(const Shape& shape, uint64_t* count) {
   return true;
 }
 
-std::string ShapeJson(const Shape& shape) { return "[" + absl::StrJoin(shape, ",") + "]"; }
-
 absl::Status Corrupt(absl::string_view name, absl::string_view what) {
   return absl::DataLossError(absl::StrCat(name, ": ", what));
 }
@@ -48,28 +46,33 @@ struct Entry {
   uint64_t end = 0;
 };
 
-absl::StatusOr<uint64_t> NonNegativeInteger(const JsonValue& value) {
-  if (value.type != JsonValue::Type::kNumber || !value.is_integer || value.integer < 0) {
+using Json = nlohmann::ordered_json;
+
+// `s` (valid UTF-8: it came from the parser, or was checked) quoted for a message.
+std::string Quoted(const std::string& s) { return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+absl::StatusOr<uint64_t> NonNegativeInteger(const Json& value) {
+  if (!value.is_number_integer() || (value.is_number_integer() && !value.is_number_unsigned() && value.get<int64_t>() < 0)) {
     return absl::InvalidArgumentError("not a non-negative integer");
   }
-  return static_cast<uint64_t>(value.integer);
+  return value.get<uint64_t>();
 }
 
 // Parses one `"name": {"dtype": ..., "shape": [...], "data_offsets": [b, e]}`.
-absl::StatusOr<Entry> ParseEntry(absl::string_view file, const std::string& key, const JsonValue& value) {
-  const std::string where = absl::StrFormat("tensor %s", JsonQuote(key));
-  const JsonValue* dtype = value.Find("dtype");
-  const JsonValue* shape = value.Find("shape");
-  const JsonValue* offsets = value.Find("data_offsets");
-  if (value.type != JsonValue::Type::kObject || value.object.size() != 3 || dtype == nullptr || shape == nullptr ||
-      offsets == nullptr) {
+absl::StatusOr<Entry> ParseEntry(absl::string_view file, const std::string& key, const Json& value) {
+  const std::string where = absl::StrFormat("tensor %s", Quoted(key));
+  if (!value.is_object() || value.size() != 3 || !value.contains("dtype") || !value.contains("shape") ||
+      !value.contains("data_offsets")) {
     return Corrupt(file, where + " must be an object with exactly \"dtype\", \"shape\" and \"data_offsets\"");
   }
+  const Json& dtype = value["dtype"];
+  const Json& shape = value["shape"];
+  const Json& offsets = value["data_offsets"];
   Entry entry;
   entry.view.name = key;
   bool known = false;
   for (SafetensorsDType t : kAllDTypes) {
-    if (dtype->type == JsonValue::Type::kString && dtype->string == SafetensorsDTypeName(t)) {
+    if (dtype.is_string() && dtype.get<std::string>() == SafetensorsDTypeName(t)) {
       entry.view.dtype = t;
       known = true;
     }
@@ -77,17 +80,19 @@ absl::StatusOr<Entry> ParseEntry(absl::string_view file, const std::string& key,
   if (!known) {
     return Corrupt(file, where + ": dtype is not one of F32, F16, BF16, I32, I64");
   }
-  if (shape->type != JsonValue::Type::kArray) return Corrupt(file, where + ": shape is not an array");
-  for (const JsonValue& d : shape->array) {
+  if (!shape.is_array()) return Corrupt(file, where + ": shape is not an array");
+  for (const Json& d : shape) {
     absl::StatusOr<uint64_t> dim = NonNegativeInteger(d);
-    if (!dim.ok()) return Corrupt(file, where + ": shape is not an array of non-negative integers");
+    if (!dim.ok() || *dim > static_cast<uint64_t>(INT64_MAX)) {
+      return Corrupt(file, where + ": shape is not an array of non-negative integers");
+    }
     entry.view.shape.push_back(static_cast<int64_t>(*dim));
   }
-  if (offsets->type != JsonValue::Type::kArray || offsets->array.size() != 2) {
+  if (!offsets.is_array() || offsets.size() != 2) {
     return Corrupt(file, where + ": data_offsets is not [begin, end]");
   }
-  absl::StatusOr<uint64_t> begin = NonNegativeInteger(offsets->array[0]);
-  absl::StatusOr<uint64_t> end = NonNegativeInteger(offsets->array[1]);
+  absl::StatusOr<uint64_t> begin = NonNegativeInteger(offsets[0]);
+  absl::StatusOr<uint64_t> end = NonNegativeInteger(offsets[1]);
   if (!begin.ok() || !end.ok() || *begin > *end) {
     return Corrupt(file, where + ": data_offsets is not [begin, end] with 0 <= begin <= end");
   }
@@ -104,13 +109,13 @@ absl::StatusOr<Entry> ParseEntry(absl::string_view file, const std::string& key,
   return entry;
 }
 
-absl::Status ParseMetadata(absl::string_view file, const JsonValue& value, SafetensorsMetadata* metadata) {
-  if (value.type != JsonValue::Type::kObject) return Corrupt(file, "__metadata__ is not an object");
-  for (const auto& [key, item] : value.object) {
-    if (item.type != JsonValue::Type::kString) {
-      return Corrupt(file, absl::StrFormat("__metadata__ value of %s is not a string", JsonQuote(key)));
+absl::Status ParseMetadata(absl::string_view file, const Json& value, SafetensorsMetadata* metadata) {
+  if (!value.is_object()) return Corrupt(file, "__metadata__ is not an object");
+  for (const auto& [key, item] : value.items()) {
+    if (!item.is_string()) {
+      return Corrupt(file, absl::StrFormat("__metadata__ value of %s is not a string", Quoted(key)));
     }
-    (*metadata)[key] = item.string;
+    (*metadata)[key] = item.get<std::string>();
   }
   return absl::OkStatus();
 }
@@ -212,7 +217,7 @@ absl::StatusOr<SafetensorsLayout> LayOutSafetensors(const std::vector<Safetensor
     }
     if (view.name == kMetadataKey || !names.insert(view.name).second) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("tensor name %s is reserved or repeated", JsonQuote(view.name)));
+          absl::StrFormat("tensor name %s is reserved or repeated", Quoted(view.name)));
     }
     uint64_t count;
     if (!CountElements(view.shape, &count) || count * SafetensorsDTypeSize(view.dtype) != view.data.size()) {
@@ -226,16 +231,15 @@ absl::StatusOr<SafetensorsLayout> LayOutSafetensors(const std::vector<Safetensor
                    [](const SafetensorsView* a, const SafetensorsView* b) {
                      return SafetensorsDTypeSize(a->dtype) > SafetensorsDTypeSize(b->dtype);
                    });
-  std::string json = "{";
+  Json header = Json::object();
   if (!metadata.empty()) {
-    std::vector<std::string> items;
+    Json& items = header[kMetadataKey];
     for (const auto& [key, value] : metadata) {
       if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
         return absl::InvalidArgumentError("safetensors metadata must be UTF-8");
       }
-      items.push_back(JsonQuote(key) + ":" + JsonQuote(value));
+      items[key] = value;
     }
-    absl::StrAppend(&json, "\"", kMetadataKey, "\":{", absl::StrJoin(items, ","), "}");
   }
   std::map<const SafetensorsView*, uint64_t> offsets;
   uint64_t offset = 0;
@@ -244,12 +248,11 @@ absl::StatusOr<SafetensorsLayout> LayOutSafetensors(const std::vector<Safetensor
     offset += view->data.size();
   }
   for (const SafetensorsView& view : tensors) {
-    if (json.size() > 1) json += ",";
-    absl::StrAppend(&json, JsonQuote(view.name), ":{\"dtype\":\"", SafetensorsDTypeName(view.dtype),
-                    "\",\"shape\":", ShapeJson(view.shape), ",\"data_offsets\":[", offsets[&view], ",",
-                    offsets[&view] + view.data.size(), "]}");
+    header[view.name] = {{"dtype", SafetensorsDTypeName(view.dtype)},
+                         {"shape", view.shape},
+                         {"data_offsets", {offsets[&view], offsets[&view] + view.data.size()}}};
   }
-  json += "}";
+  std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');
   uint64_t length = json.size();
   layout.header.resize(8);
@@ -278,12 +281,12 @@ absl::StatusOr<ParsedSafetensors> ParseSafetensors(absl::string_view bytes, absl
   }
   const absl::string_view header = bytes.substr(8, header_bytes);
   if (header.empty() || header[0] != '{') return Corrupt(name, "header does not start with '{'");
-  absl::StatusOr<JsonValue> json = ParseJson(header);
+  absl::StatusOr<Json> json = ParseJson(header);
   if (!json.ok()) return Corrupt(name, absl::StrCat("header is not valid JSON: ", json.status().message()));
 
   ParsedSafetensors parsed;
   std::vector<Entry> entries;
-  for (const auto& [key, value] : json->object) {
+  for (const auto& [key, value] : json->items()) {
     if (key == kMetadataKey) {
       RETURN_IF_ERROR(ParseMetadata(name, value, &parsed.metadata));
       continue;
@@ -303,12 +306,12 @@ absl::StatusOr<ParsedSafetensors> ParseSafetensors(absl::string_view bytes, absl
     if (entry->begin != expected) {
       return Corrupt(name, absl::StrFormat("tensor %s starts at byte %d, expected %d: data must be contiguous "
                                            "from 0, without gaps or overlaps",
-                                           JsonQuote(entry->view.name), entry->begin, expected));
+                                           Quoted(entry->view.name), entry->begin, expected));
     }
     expected = entry->end;
     if (expected > data.size()) {
       return Corrupt(name, absl::StrFormat("tensor %s ends at byte %d, beyond the %d bytes of data",
-                                           JsonQuote(entry->view.name), expected, data.size()));
+                                           Quoted(entry->view.name), expected, data.size()));
     }
     entry->view.data = data.substr(entry->begin, entry->end - entry->begin);
   }

@@ -1,6 +1,6 @@
-#include "worker/utf8.h"
+#include "common/utf8.h"
 
-namespace ringmaster::worker {
+namespace ringmaster {
 namespace {
 
 constexpr char kReplacement[] = "\xEF\xBF\xBD";
@@ -32,7 +32,18 @@ size_t ValidSequence(absl::string_view s) {
   return len;
 }
 
+bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
 }  // namespace
+
+bool IsValidUtf8(absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const size_t n = ValidSequence(bytes);
+    if (n == 0) return false;
+    bytes.remove_prefix(n);
+  }
+  return true;
+}
 
 std::string SanitizeUtf8(absl::string_view bytes) {
   std::string out;
@@ -54,8 +65,15 @@ size_t Utf8SafePrefix(absl::string_view bytes, size_t max_bytes) {
   if (bytes.size() <= max_bytes) return bytes.size();
   size_t cut = max_bytes;
   // Back up over continuation bytes (at most 3) to the start of a sequence.
-  for (int i = 0; i < 3 && cut > 0 && (static_cast<unsigned char>(bytes[cut]) & 0xC0) == 0x80; ++i) --cut;
+  for (int i = 0; i < 3 && cut > 0 && IsContinuation(bytes[cut]); ++i) --cut;
   return cut == 0 ? max_bytes : cut;
 }
 
-}  // namespace ringmaster::worker
+absl::string_view Utf8SafeSuffix(absl::string_view bytes, size_t max_bytes) {
+  size_t start = bytes.size() > max_bytes ? bytes.size() - max_bytes : 0;
+  // Skip continuation bytes (at most 3) to the start of a sequence.
+  for (int i = 0; i < 3 && start < bytes.size() && IsContinuation(bytes[start]); ++i) ++start;
+  return bytes.substr(start);
+}
+
+}  // namespace ringmaster
