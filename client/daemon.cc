@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-
-extern char** environ;
+#include "common/subprocess.h"
 
 namespace ringmaster::client {
 namespace {
@@ -59,41 +57,24 @@ bool ProcessRunning(pid_t pid, std::optional<uint64_t> start_time) {
 }
 
 std::optional<std::string> ReapIfExited(pid_t pid) {
-  int status = 0;
-  if (::waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
-  if (WIFEXITED(status)) return absl::StrCat("exit status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
-  return "stopped";
+  std::optional<ProcessExit> exit = TryReap(pid);
+  if (!exit.has_value() || (exit->exit_code < 0 && exit->signal == 0)) return std::nullopt;  // running, or not ours
+  return exit->Describe();
 }
 
 absl::StatusOr<pid_t> StartDaemon(const DaemonSpec& spec) {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  sigset_t empty;
-  sigemptyset(&empty);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-  std::vector<std::string> argv_strings = {spec.binary};
-  argv_strings.insert(argv_strings.end(), spec.args.begin(), spec.args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int err = ::posix_spawn(&pid, spec.binary.c_str(), &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) return ErrnoError(absl::StrCat("cannot start ", spec.binary), err);
+  SpawnOptions options;
+  options.path = spec.binary;
+  options.argv = {spec.binary};
+  options.argv.insert(options.argv.end(), spec.args.begin(), spec.args.end());
+  options.output_path = spec.log_file;
+  options.group = SpawnOptions::Group::kNewSession;  // outlives the CLI and its terminal
+  absl::StatusOr<pid_t> spawned = Spawn(options);
+  if (!spawned.ok()) {
+    return absl::Status(spawned.status().code(),
+                        absl::StrCat("cannot start ", spec.binary, ": ", spawned.status().message()));
+  }
+  const pid_t pid = *spawned;
 
   uint64_t start_time = 0;
   char state = 0;

@@ -53,9 +53,9 @@ DaemonState ReadDaemon(const std::string& pid_file);
 // the same process.
 bool ProcessRunning(pid_t pid, std::optional<uint64_t> start_time = std::nullopt);
 
-// For a child of this process that has exited: its exit description ("exit
-// status 1", "signal 9"), reaping it. nullopt while it runs, or if it is not
-// our child.
+// For a child of this process that has exited: how it ended ("exited with
+// status 1", "was killed by signal 9"), reaping it. nullopt while it runs,
+// or if it is not our child.
 std::optional<std::string> ReapIfExited(pid_t pid);
 
 // SIGTERM to the daemon's process group, then SIGKILL if it still runs after

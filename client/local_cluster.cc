@@ -119,7 +119,7 @@ std::optional<std::string> AwaitCoordinator(const LocalOptions& options, const C
   std::string last = "no answer";
   for (;;) {
     if (started) {
-      if (std::optional<std::string> exit = ReapIfExited(pid)) return StartupFailure(c, "exited (" + *exit + ")");
+      if (std::optional<std::string> exit = ReapIfExited(pid)) return StartupFailure(c, *exit);
     }
     ServingStatus serving = ServingStatus::kUnknown;
     grpc::Status status = CheckHealth(channel, kProbeTimeout, /*wait_for_ready=*/true, &serving);
@@ -140,7 +140,7 @@ std::optional<std::string> AwaitWorker(const GlobalOptions& global, const LocalO
   const absl::Time deadline = options.clock->Now() + options.startup_timeout;
   for (;;) {
     if (started) {
-      if (std::optional<std::string> exit = ReapIfExited(pid)) return StartupFailure(c, "exited (" + *exit + ")");
+      if (std::optional<std::string> exit = ReapIfExited(pid)) return StartupFailure(c, *exit);
     }
     grpc::ClientContext context;
     SetTimeout(&context, kProbeTimeout);
@@ -238,7 +238,7 @@ int RunLocalUp(const GlobalOptions& global, const LocalOptions& options, Console
   // A daemon that answered and then died (a crash right after startup).
   for (const auto& [c, pid] : {std::make_pair(&coordinator, coordinator_pid->first),
                                std::make_pair(&worker, worker_pid->first)}) {
-    if (std::optional<std::string> exit = ReapIfExited(pid)) return fail(StartupFailure(*c, "exited (" + *exit + ")"));
+    if (std::optional<std::string> exit = ReapIfExited(pid)) return fail(StartupFailure(*c, *exit));
   }
   rollback.Commit();
   PrintRows({{"coordinator", coordinator_pid->second ? "started" : "running", coordinator_pid->first, *address,

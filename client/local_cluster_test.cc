@@ -132,7 +132,7 @@ TEST_F(LocalClusterTest, CoordinatorThatExitsIsReportedWithItsLastLogLine) {
   Daemon("coordinator", "echo starting\necho 'cannot listen on 127.0.0.1:50051: address in use' >&2\nexit 1\n");
   global_.coordinator = ClosedAddress();  // nothing answers health checks
   EXPECT_EQ(Up(), kExitError);
-  EXPECT_EQ(err_.str(), absl::StrCat("ringmaster: the coordinator exited (exit status 1): cannot listen on "
+  EXPECT_EQ(err_.str(), absl::StrCat("ringmaster: the coordinator exited with status 1: cannot listen on "
                                      "127.0.0.1:50051: address in use (log: ",
                                      State("coordinator.log"), ")\n"));
   EXPECT_FALSE(std::filesystem::exists(State("coordinator.pid")));
@@ -143,7 +143,7 @@ TEST_F(LocalClusterTest, WorkerFailureStopsTheCoordinatorItStarted) {
   Daemon("worker", "echo 'worker: no session yet' >&2\nexit 1\n");
   fake_.service().script().list_nodes.clear_nodes();  // it never registers
   EXPECT_EQ(Up(), kExitError);
-  EXPECT_EQ(err_.str(), absl::StrCat("ringmaster: the worker exited (exit status 1): worker: no session yet (log: ",
+  EXPECT_EQ(err_.str(), absl::StrCat("ringmaster: the worker exited with status 1: worker: no session yet (log: ",
                                      State("worker.log"), ")\n"));
   EXPECT_FALSE(ReadDaemon(State("coordinator.pid")).running);
   EXPECT_FALSE(std::filesystem::exists(State("coordinator.pid")));

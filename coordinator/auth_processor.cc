@@ -4,7 +4,7 @@
 
 #include "common/grpc_security.h"
 #include "common/tls.h"
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 #include "grpc/grpc_security_constants.h"
 
 namespace ringmaster::coordinator {

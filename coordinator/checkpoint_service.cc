@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace ringmaster::coordinator {
 CheckpointService::CheckpointService(JobController* controller) : controller_(controller) {}

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "coordinator/auth_processor.h"
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 #include "coordinator/watch_job_reactor.h"
 
 namespace ringmaster::coordinator {

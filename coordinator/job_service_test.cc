@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "coordinator/coordinator_fixture.h"
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 #include "coordinator/test_util.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 #include "coordinator/orders_proto.h"
 #include "common/proto_time.h"
 

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 

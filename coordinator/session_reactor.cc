@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 #include "common/proto_time.h"
 #include "spdlog/spdlog.h"
 

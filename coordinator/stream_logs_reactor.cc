@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/grpc_status.h"
+#include "common/grpc_status.h"
 #include "coordinator/job_state_machine.h"
 
 namespace ringmaster::coordinator {

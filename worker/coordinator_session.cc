@@ -8,7 +8,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
-#include "worker/grpc_status.h"
+#include "common/grpc_status.h"
 #include "common/grpc_security.h"
 #include "common/proto_time.h"
 
@@ -254,7 +254,7 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
         "TLS handshake with the coordinator failed (is its certificate issued by --tls-ca and does it name the "
         "--coordinator address?): ", status.error_message()));
   }
-  if (!status.ok()) return ToAbslStatus(status);
+  if (!status.ok()) return FromGrpcStatus(status);
   registered = true;
   SetNodeId(response.node_id());
   *session_id = response.session_id();
@@ -347,7 +347,7 @@ absl::Status CoordinatorSession::RunSession(bool* got_lease) {
     if (stopping_) return absl::OkStatus();
   }
   if (status.ok()) return absl::UnavailableError("the coordinator closed the session");
-  return ToAbslStatus(status);
+  return FromGrpcStatus(status);
 }
 
 void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream,

@@ -4,19 +4,11 @@
 #include <cstring>
 
 #include "absl/strings/str_join.h"
+#include "engine/core/check.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::engine {
 namespace {
-
-#define ENGINE_CHECK(cond, ...)                                                 \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      spdlog::critical("{}:{}: check failed: {}: {}", __FILE__, __LINE__, #cond, \
-                       fmt::format(__VA_ARGS__));                               \
-      std::abort();                                                             \
-    }                                                                           \
-  } while (0)
 
 std::shared_ptr<Storage> HostStorage(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 
 namespace ringmaster::engine::dist {
@@ -125,7 +126,7 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& where, cons
     default:
       // FAILED_PRECONDITION (fenced generation), INVALID_ARGUMENT, ...: the
       // service's code and message.
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()), absl::StrCat(where, ": ", message));
+      return FromGrpcStatus(status, where);
   }
 }
 

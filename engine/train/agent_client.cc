@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/checkpoint_files.h"
@@ -28,11 +29,6 @@ constexpr absl::Duration kCommitPatience = absl::Minutes(5);
 void SetDeadline(grpc::ClientContext* context) {
   context->set_deadline(std::chrono::system_clock::now() +
                         std::chrono::milliseconds(absl::ToInt64Milliseconds(kRpcTimeout)));
-}
-
-absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), absl::StrCat(what, ": ", s.error_message()));
 }
 
 // Peak resident memory of this process, bytes (0 if unknown): the CPU
@@ -176,7 +172,7 @@ absl::Status AgentClient::RetryUnavailable(const std::string& what,
     grpc::Status status = call(&context);
     const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                            status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-    if (!transient || absl::Now() + backoff > give_up) return FromGrpc(status, what);
+    if (!transient || absl::Now() + backoff > give_up) return FromGrpcStatus(status, what);
     spdlog::warn("{} not answered ({}); retrying in {}", what, status.error_message(), absl::FormatDuration(backoff));
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(4));

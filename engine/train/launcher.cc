@@ -1,8 +1,6 @@
 #include "engine/train/launcher.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/subprocess.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::engine {
@@ -20,28 +19,7 @@ std::atomic<int> forwarded_signal{0};
 
 void RecordSignal(int sig) { forwarded_signal.store(sig); }
 
-std::string DescribeExit(int rank, int status) {
-  if (WIFSIGNALED(status)) return absl::StrCat("rank ", rank, " was killed by signal ", WTERMSIG(status));
-  return absl::StrCat("rank ", rank, " exited with status ", WEXITSTATUS(status));
-}
-
-// In the child: environment, parent-death signal, exec. Never returns.
-[[noreturn]] void ExecRank(const LaunchOptions& options, int rank, pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);  // the launcher died before prctl
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  setenv("RINGMASTER_RANK", std::to_string(rank).c_str(), 1);
-  setenv("RINGMASTER_LOCAL_RANK", std::to_string(rank).c_str(), 1);
-  setenv("RINGMASTER_WORLD_SIZE", std::to_string(options.nproc).c_str(), 1);
-  for (const auto& [key, value] : options.env) setenv(key.c_str(), value.c_str(), 1);
-  std::vector<char*> argv;
-  for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv(argv[0], argv.data());
-  std::fprintf(stderr, "rank %d: cannot run %s: %s\n", rank, argv[0], std::strerror(errno));
-  _exit(127);
-}
+std::string DescribeExit(int rank, const ProcessExit& exit) { return absl::StrCat("rank ", rank, " ", exit.Describe()); }
 
 class RankSet {
  public:
@@ -82,15 +60,20 @@ absl::Status RunLocalRanks(const LaunchOptions& options) {
 
   RankSet ranks(options.nproc);
   absl::Status result = absl::OkStatus();
-  const pid_t self = getpid();
   for (int r = 0; r < options.nproc; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) ExecRank(options, r, self);
-    if (pid < 0) {
-      result = absl::InternalError(absl::StrCat("cannot start rank ", r, ": ", std::strerror(errno)));
+    SpawnOptions rank;
+    rank.path = options.argv[0];
+    rank.argv = options.argv;
+    rank.extra_env = {absl::StrCat("RINGMASTER_RANK=", r), absl::StrCat("RINGMASTER_LOCAL_RANK=", r),
+                      absl::StrCat("RINGMASTER_WORLD_SIZE=", options.nproc)};
+    for (const auto& [key, value] : options.env) rank.extra_env.push_back(absl::StrCat(key, "=", value));
+    rank.die_with_parent = true;  // in the launcher's group: a terminal's ^C reaches the ranks too
+    absl::StatusOr<pid_t> pid = Spawn(rank);
+    if (!pid.ok()) {
+      result = absl::Status(pid.status().code(), absl::StrCat("cannot start rank ", r, ": ", pid.status().message()));
       break;
     }
-    ranks.Set(r, pid);
+    ranks.Set(r, *pid);
   }
 
   bool stopping = !result.ok();
@@ -100,15 +83,13 @@ absl::Status RunLocalRanks(const LaunchOptions& options) {
     kill_at = absl::Now() + options.grace;
   }
   while (ranks.AnyRunning()) {
-    int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      int rank = ranks.RankOf(pid);
+    if (std::optional<ProcessExit> exit = TryReapAny(); exit.has_value()) {
+      int rank = ranks.RankOf(exit->pid);
       if (rank < 0) continue;
       ranks.Exited(rank);
-      bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      bool failed = !exit->Succeeded();
       if (failed && result.ok()) {
-        result = absl::AbortedError(DescribeExit(rank, status));
+        result = absl::AbortedError(DescribeExit(rank, *exit));
         if (!stopping) spdlog::error("{}: stopping the other ranks", std::string(result.message()));
       }
       if (failed && !stopping) {
