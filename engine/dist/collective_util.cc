@@ -3,101 +3,14 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "engine/core/check.h"
 
 namespace ringmaster::engine::dist {
 
-std::string GroupName(absl::string_view base, int size) {
-  return absl::StrCat(base, "[", size, size == 1 ? " rank]" : " ranks]");
-}
-
-std::string OpContext(absl::string_view op, const ProcessGroup& group) {
-  return absl::StrCat(op, " on ", group.name(), " rank ", group.rank(), ": ");
-}
-
-absl::Status OpError(absl::StatusCode code, absl::string_view op, const ProcessGroup& group,
-                     absl::string_view detail) {
-  return absl::Status(code, absl::StrCat(OpContext(op, group), detail));
-}
-
-absl::Status CheckHostTensor(absl::string_view op, const ProcessGroup& group, const Tensor& tensor,
-                             absl::string_view what) {
-  if (!tensor.defined()) {
-    return OpError(absl::StatusCode::kInvalidArgument, op, group,
-                   absl::StrCat(what, " tensor is undefined"));
-  }
-  if (tensor.device() != Device::kCpu) {
-    return OpError(absl::StatusCode::kInvalidArgument, op, group,
-                   absl::StrCat(what, " tensor is on ", DeviceName(tensor.device()),
-                                "; this group serves host tensors"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckReducible(absl::string_view op, const ProcessGroup& group, const Tensor& tensor,
-                            absl::string_view what) {
-  absl::Status status = CheckHostTensor(op, group, tensor, what);
-  if (!status.ok()) return status;
-  if (tensor.dtype() == DType::kI32) {
-    return OpError(absl::StatusCode::kInvalidArgument, op, group,
-                   absl::StrCat(what, " tensor has dtype i32; reductions take f32, f16 or bf16"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckChunked(absl::string_view op, const ProcessGroup& group, const Tensor& whole,
-                          const Tensor& chunk) {
-  if (whole.dtype() != chunk.dtype()) {
-    return OpError(absl::StatusCode::kInvalidArgument, op, group,
-                   absl::StrCat("dtypes differ: ", DTypeName(whole.dtype()), " vs ",
-                                DTypeName(chunk.dtype())));
-  }
-  if (whole.numel() != chunk.numel() * group.size()) {
-    return OpError(absl::StatusCode::kInvalidArgument, op, group,
-                   absl::StrCat("expected ", group.size(), " x ", chunk.numel(), " = ",
-                                chunk.numel() * group.size(), " elements in the ", group.size(),
-                                "-chunk tensor ", ShapeString(whole.shape()), ", got ",
-                                whole.numel()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckPeer(absl::string_view op, const ProcessGroup& group, int rank,
-                       absl::string_view what) {
-  if (rank < 0 || rank >= group.size()) {
-    return OpError(absl::StatusCode::kInvalidArgument, op, group,
-                   absl::StrCat(what, " ", rank, " is not a rank of the group (0..",
-                                group.size() - 1, ")"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckOtherRank(absl::string_view op, const ProcessGroup& group, int rank,
-                            absl::string_view what) {
-  absl::Status status = CheckPeer(op, group, rank, what);
-  if (!status.ok()) return status;
-  if (rank == group.rank()) {
-    return OpError(absl::StatusCode::kInvalidArgument, op, group,
-                   absl::StrCat(what, " ", rank, " is this rank itself"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckSubgroupRanks(const ProcessGroup& group, const std::vector<int>& ranks) {
-  if (ranks.empty()) {
-    return OpError(absl::StatusCode::kInvalidArgument, "new_group", group, "empty rank list");
-  }
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    bool in_range = ranks[i] >= 0 && ranks[i] < group.size();
-    bool increasing = i == 0 || ranks[i] > ranks[i - 1];
-    if (!in_range || !increasing) {
-      return OpError(absl::StatusCode::kInvalidArgument, "new_group", group,
-                     absl::StrCat("ranks [", absl::StrJoin(ranks, ", "),
-                                  "] must be strictly increasing ranks of the group"));
-    }
-  }
-  return absl::OkStatus();
+absl::Status CheckHostPlacement(const Tensor& tensor, absl::string_view what) {
+  if (tensor.device() == Device::kCpu) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " tensor is on ", DeviceName(tensor.device()),
+                                                 "; this group serves host tensors"));
 }
 
 void CopyToF32(const Tensor& tensor, float* out) {

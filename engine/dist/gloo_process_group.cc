@@ -213,47 +213,36 @@ int64_t GlooProcessGroup::TimeoutMs() const {
   return std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout()));
 }
 
-absl::Status GlooProcessGroup::CheckUsable(absl::string_view op) const {
-  if (broken_.ok()) return absl::OkStatus();
-  return OpError(absl::StatusCode::kAborted, op, *this,
-                 absl::StrCat("the group is broken by an earlier error: ", broken_.message()));
+absl::Status GlooProcessGroup::CheckPlacement(const Tensor& tensor, absl::string_view what) const {
+  return CheckHostPlacement(tensor, what);
 }
 
-absl::Status GlooProcessGroup::Break(const absl::Status& error) {
-  broken_ = error;
+void GlooProcessGroup::OnBroken() {
   pending_.clear();
   try {
     context_->closeConnections();  // peers blocked on us fail now, not at their timeout
   } catch (const std::exception&) {
     // Closing is best effort; the group is unusable either way.
   }
-  return error;
 }
 
-absl::Status GlooProcessGroup::Run(absl::string_view op,
-                                   const std::function<absl::Status()>& body) {
-  absl::Status status;
+absl::Status GlooProcessGroup::Run(const std::function<absl::Status()>& body) {
   try {
-    status = body();
+    return body();
   } catch (const gloo::IoException& e) {
-    status = FromIoException(e.what());
+    return FromIoException(e.what());
   } catch (const gloo::EnforceNotMet& e) {
-    status = absl::InternalError(absl::StrCat("gloo assertion: ", e.what()));
+    return absl::InternalError(absl::StrCat("gloo assertion: ", e.what()));
   } catch (const std::exception& e) {
-    status = absl::InternalError(absl::StrCat("gloo: ", e.what()));
+    return absl::InternalError(absl::StrCat("gloo: ", e.what()));
   }
-  if (status.ok()) return status;
-  return Break(OpError(status.code(), op, *this, status.message()));
 }
 
-absl::Status GlooProcessGroup::AllReduce(const Tensor& tensor, ReduceOp op) {
+absl::Status GlooProcessGroup::DoAllReduce(const Tensor& tensor, ReduceOp op) {
   constexpr absl::string_view kOp = "allreduce";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckReducible(kOp, *this, tensor, "the");
-  if (!valid.ok()) return Break(valid);
   const size_t n = tensor.numel();
   if (size() == 1) return absl::OkStatus();
-  return Run(kOp, [&]() -> absl::Status {
+  return Run([&]() -> absl::Status {
     RETURN_IF_ERROR(CheckCall(kOp, tensor.dtype(), n, static_cast<int64_t>(op)));
     if (n == 0) return absl::OkStatus();
     std::vector<float> staged;
@@ -300,15 +289,9 @@ absl::Status GlooProcessGroup::RingReduceScatter(std::vector<float>& values, siz
   return absl::OkStatus();
 }
 
-absl::Status GlooProcessGroup::ReduceScatter(const Tensor& input, const Tensor& output,
-                                             ReduceOp op) {
+absl::Status GlooProcessGroup::DoReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) {
   constexpr absl::string_view kOp = "reduce_scatter";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckReducible(kOp, *this, input, "input");
-  if (valid.ok()) valid = CheckReducible(kOp, *this, output, "output");
-  if (valid.ok()) valid = CheckChunked(kOp, *this, input, output);
-  if (!valid.ok()) return Break(valid);
-  return Run(kOp, [&]() -> absl::Status {
+  return Run([&]() -> absl::Status {
     RETURN_IF_ERROR(CheckCall(kOp, input.dtype(), input.numel(), static_cast<int64_t>(op)));
     const size_t chunk = output.numel();
     std::vector<float> values(input.numel());
@@ -321,18 +304,13 @@ absl::Status GlooProcessGroup::ReduceScatter(const Tensor& input, const Tensor& 
   });
 }
 
-absl::Status GlooProcessGroup::AllGather(const Tensor& input, const Tensor& output) {
+absl::Status GlooProcessGroup::DoAllGather(const Tensor& input, const Tensor& output) {
   constexpr absl::string_view kOp = "allgather";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, input, "input");
-  if (valid.ok()) valid = CheckHostTensor(kOp, *this, output, "output");
-  if (valid.ok()) valid = CheckChunked(kOp, *this, output, input);
-  if (!valid.ok()) return Break(valid);
   if (size() == 1) {
     std::memmove(output.raw(), input.raw(), input.bytes());
     return absl::OkStatus();
   }
-  return Run(kOp, [&]() -> absl::Status {
+  return Run([&]() -> absl::Status {
     RETURN_IF_ERROR(CheckCall(kOp, input.dtype(), input.numel(), 0));
     if (input.bytes() == 0) return absl::OkStatus();
     gloo::AllgatherOptions options(context_);
@@ -344,14 +322,10 @@ absl::Status GlooProcessGroup::AllGather(const Tensor& input, const Tensor& outp
   });
 }
 
-absl::Status GlooProcessGroup::Broadcast(const Tensor& tensor, int root) {
+absl::Status GlooProcessGroup::DoBroadcast(const Tensor& tensor, int root) {
   constexpr absl::string_view kOp = "broadcast";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, tensor, "the");
-  if (valid.ok()) valid = CheckPeer(kOp, *this, root, "root");
-  if (!valid.ok()) return Break(valid);
   if (size() == 1) return absl::OkStatus();
-  return Run(kOp, [&]() -> absl::Status {
+  return Run([&]() -> absl::Status {
     RETURN_IF_ERROR(CheckCall(kOp, tensor.dtype(), tensor.numel(), root));
     if (tensor.bytes() == 0) return absl::OkStatus();
     gloo::BroadcastOptions options(context_);
@@ -373,13 +347,8 @@ void GlooProcessGroup::CompleteSends(size_t keep) {
   }
 }
 
-absl::Status GlooProcessGroup::Send(const Tensor& tensor, int dst, int tag) {
-  constexpr absl::string_view kOp = "send";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, tensor, "the");
-  if (valid.ok()) valid = CheckOtherRank(kOp, *this, dst, "destination");
-  if (!valid.ok()) return Break(valid);
-  return Run(kOp, [&]() -> absl::Status {
+absl::Status GlooProcessGroup::DoSend(const Tensor& tensor, int dst, int tag) {
+  return Run([&]() -> absl::Status {
     CompleteSends(kMaxPendingSends - 1);
     auto send = std::make_unique<PendingSend>();
     send->header.dtype = static_cast<uint32_t>(tensor.dtype());
@@ -398,13 +367,8 @@ absl::Status GlooProcessGroup::Send(const Tensor& tensor, int dst, int tag) {
   });
 }
 
-absl::Status GlooProcessGroup::Recv(const Tensor& tensor, int src, int tag) {
-  constexpr absl::string_view kOp = "recv";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, tensor, "the");
-  if (valid.ok()) valid = CheckOtherRank(kOp, *this, src, "source");
-  if (!valid.ok()) return Break(valid);
-  return Run(kOp, [&]() -> absl::Status {
+absl::Status GlooProcessGroup::DoRecv(const Tensor& tensor, int src, int tag) {
+  return Run([&]() -> absl::Status {
     const std::chrono::milliseconds timeout(TimeoutMs());
     const uint32_t wire_tag = static_cast<uint32_t>(tag);
     WireHeader header;
@@ -428,10 +392,9 @@ absl::Status GlooProcessGroup::Recv(const Tensor& tensor, int src, int tag) {
   });
 }
 
-absl::Status GlooProcessGroup::Barrier() {
+absl::Status GlooProcessGroup::DoBarrier() {
   constexpr absl::string_view kOp = "barrier";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  return Run(kOp, [&]() -> absl::Status {
+  return Run([&]() -> absl::Status {
     CompleteSends(0);
     if (size() == 1) return absl::OkStatus();
     RETURN_IF_ERROR(CheckCall(kOp, DType::kF32, 0, 0));
@@ -442,26 +405,17 @@ absl::Status GlooProcessGroup::Barrier() {
   });
 }
 
-absl::StatusOr<std::unique_ptr<ProcessGroup>> GlooProcessGroup::NewGroup(
-    const std::vector<int>& ranks, const std::string& name) {
-  constexpr absl::string_view kOp = "new_group";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckSubgroupRanks(*this, ranks);
-  if (!valid.ok()) return Break(valid);
+absl::StatusOr<std::unique_ptr<ProcessGroup>> GlooProcessGroup::DoNewGroup(const std::vector<int>& ranks,
+                                                                           int sub_rank, const std::string& name) {
   const int index = subgroups_++;
-  int sub_rank = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] == rank()) sub_rank = static_cast<int>(i);
-  }
   if (sub_rank < 0) return std::unique_ptr<ProcessGroup>();
   GlooOptions sub = options_;
   sub.rank = sub_rank;
   sub.size = static_cast<int>(ranks.size());
   sub.key_prefix = absl::StrCat(options_.key_prefix, "/sub", index);
   sub.name = name;
-  auto group = Connect(*store_, sub, device_);
-  if (!group.ok()) return Break(OpError(group.status().code(), kOp, *this, group.status().message()));
-  return std::unique_ptr<ProcessGroup>(std::move(*group));
+  ASSIGN_OR_RETURN(std::unique_ptr<GlooProcessGroup> group, Connect(*store_, sub, device_));
+  return std::unique_ptr<ProcessGroup>(std::move(group));
 }
 
 }  // namespace ringmaster::engine::dist

@@ -101,18 +101,6 @@ class GlooProcessGroup : public ProcessGroup {
   const char* backend() const override { return "gloo"; }
   std::string name() const override { return name_; }
 
-  absl::Status AllReduce(const Tensor& tensor, ReduceOp op) override;
-  absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
-  absl::Status AllGather(const Tensor& input, const Tensor& output) override;
-  absl::Status Broadcast(const Tensor& tensor, int root) override;
-  absl::Status Send(const Tensor& tensor, int dst, int tag) override;
-  absl::Status Recv(const Tensor& tensor, int src, int tag) override;
-  absl::Status Barrier() override;
-  // Members connect a new Gloo context under key_prefix + "/sub<n>" (n counts
-  // this group's NewGroup calls, hence the same on every rank).
-  absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGroup(const std::vector<int>& ranks,
-                                                         const std::string& name) override;
-
   // Sends handed to Gloo and not yet known to be delivered.
   int pending_sends() const { return static_cast<int>(pending_.size()); }
 
@@ -125,14 +113,24 @@ class GlooProcessGroup : public ProcessGroup {
   static absl::StatusOr<std::unique_ptr<GlooProcessGroup>> Connect(
       Store& store, const GlooOptions& options, std::shared_ptr<gloo::transport::Device> device);
 
-  // ABORTED (naming `op`) if the group is broken.
-  absl::Status CheckUsable(absl::string_view op) const;
-  // Runs `body` (which may throw Gloo's exceptions) as operation `op`:
-  // exceptions become statuses, errors are annotated with op and group and
-  // break the group.
-  absl::Status Run(absl::string_view op, const std::function<absl::Status()>& body);
-  // Records `error` (already naming op and group), closes the connections.
-  absl::Status Break(const absl::Status& error);
+  absl::Status DoAllReduce(const Tensor& tensor, ReduceOp op) override;
+  absl::Status DoReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
+  absl::Status DoAllGather(const Tensor& input, const Tensor& output) override;
+  absl::Status DoBroadcast(const Tensor& tensor, int root) override;
+  absl::Status DoSend(const Tensor& tensor, int dst, int tag) override;
+  absl::Status DoRecv(const Tensor& tensor, int src, int tag) override;
+  absl::Status DoBarrier() override;
+  // Members connect a new Gloo context under key_prefix + "/sub<n>" (n counts
+  // this group's NewGroup calls, hence the same on every rank).
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> DoNewGroup(const std::vector<int>& ranks, int sub_rank,
+                                                           const std::string& name) override;
+  absl::Status CheckPlacement(const Tensor& tensor, absl::string_view what) const override;
+  // Drops pending sends and closes the connections.
+  void OnBroken() override;
+
+  // Runs `body`, which may throw Gloo's exceptions, and turns them into
+  // statuses (ProcessGroup adds the operation and breaks the group).
+  static absl::Status Run(const std::function<absl::Status()>& body);
   // Waits until at most `keep` sends are pending, oldest first. Throws Gloo's
   // exceptions (call inside Run).
   void CompleteSends(size_t keep);
@@ -151,7 +149,6 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<gloo::Context> context_;
   std::vector<std::unique_ptr<PendingSend>> pending_;  // oldest first
   int subgroups_ = 0;
-  absl::Status broken_;  // the error that broke the group; OK while usable
 };
 
 }  // namespace ringmaster::engine::dist

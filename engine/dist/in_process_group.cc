@@ -47,92 +47,62 @@ InProcessGroup::InProcessGroup(std::shared_ptr<InProcessWorld> world, int rank)
       rank_(rank),
       name_(GroupName(world_->options().name, world_->size())) {}
 
-absl::Status InProcessGroup::Annotate(absl::string_view op, const absl::Status& status) const {
-  return OpError(status.code(), op, *this, status.message());
+absl::Status InProcessGroup::CheckPlacement(const Tensor& tensor, absl::string_view what) const {
+  return CheckHostPlacement(tensor, what);
 }
 
-absl::Status InProcessGroup::CheckUsable(absl::string_view op) {
-  if (!broken_.ok()) {
-    return OpError(absl::StatusCode::kAborted, op, *this,
-                   absl::StrCat("the group is broken by an earlier error: ", broken_.message()));
-  }
-  if (world_->Killed(rank_)) {
-    broken_ = OpError(absl::StatusCode::kAborted, op, *this, "this rank was killed");
-    return broken_;
-  }
+void InProcessGroup::OnBroken() {
+  world_->Leave(rank_, std::string(broken_status().message()));
+}
+
+absl::Status InProcessGroup::CheckAlive() const {
+  if (world_->Killed(rank_)) return absl::AbortedError("this rank was killed");
   return absl::OkStatus();
 }
 
-absl::Status InProcessGroup::Break(const absl::Status& error) {
-  broken_ = error;
-  world_->Leave(rank_, std::string(error.message()));
-  return error;
-}
-
-absl::Status InProcessGroup::Fail(absl::string_view op, const absl::Status& status) {
-  return Break(Annotate(op, status));
-}
-
 absl::StatusOr<std::shared_ptr<const InProcessWorld::Slot>> InProcessGroup::Join(
-    absl::string_view op, InProcessWorld::Contribution mine) {
+    InProcessWorld::Contribution mine) {
+  RETURN_IF_ERROR(CheckAlive());
   const std::string signature = mine.signature;
   Deadline deadline(world_->options().clock, timeout());
   auto slot = world_->Collective(rank_, seq_++, std::move(mine), deadline.at());
-  if (!slot.ok()) return Fail(op, slot.status());
+  if (!slot.ok()) return slot.status();
   for (int r = 0; r < size(); ++r) {
     const std::string& theirs = (*slot)->in[r]->signature;
     if (theirs != signature) {
-      return Fail(op, absl::InvalidArgumentError(absl::StrCat(
-                          "ranks disagree: rank ", rank_, " called ", signature, ", rank ", r,
-                          " called ", theirs)));
+      return absl::InvalidArgumentError(absl::StrCat("ranks disagree: rank ", rank_, " called ", signature,
+                                                     ", rank ", r, " called ", theirs));
     }
   }
   return slot;
 }
 
-absl::Status InProcessGroup::AllReduce(const Tensor& tensor, ReduceOp op) {
-  constexpr absl::string_view kOp = "allreduce";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckReducible(kOp, *this, tensor, "the");
-  if (!valid.ok()) return Break(valid);
+absl::Status InProcessGroup::DoAllReduce(const Tensor& tensor, ReduceOp op) {
   InProcessWorld::Contribution mine;
   mine.signature = absl::StrCat("allreduce ", TensorSignature(tensor), " ", ReduceOpName(op));
   mine.values = StageF32(tensor);
-  ASSIGN_OR_RETURN(auto slot, Join(kOp, std::move(mine)));
+  ASSIGN_OR_RETURN(auto slot, Join(std::move(mine)));
   std::vector<float> result = ReduceInRankOrder(*slot, 0, tensor.numel(), op);
   CopyFromF32(result.data(), tensor);
   return absl::OkStatus();
 }
 
-absl::Status InProcessGroup::ReduceScatter(const Tensor& input, const Tensor& output,
-                                           ReduceOp op) {
-  constexpr absl::string_view kOp = "reduce_scatter";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckReducible(kOp, *this, input, "input");
-  if (valid.ok()) valid = CheckReducible(kOp, *this, output, "output");
-  if (valid.ok()) valid = CheckChunked(kOp, *this, input, output);
-  if (!valid.ok()) return Break(valid);
+absl::Status InProcessGroup::DoReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) {
   InProcessWorld::Contribution mine;
   mine.signature = absl::StrCat("reduce_scatter ", TensorSignature(input), " ", ReduceOpName(op));
   mine.values = StageF32(input);
-  ASSIGN_OR_RETURN(auto slot, Join(kOp, std::move(mine)));
+  ASSIGN_OR_RETURN(auto slot, Join(std::move(mine)));
   const size_t chunk = output.numel();
   std::vector<float> result = ReduceInRankOrder(*slot, rank_ * chunk, chunk, op);
   CopyFromF32(result.data(), output);
   return absl::OkStatus();
 }
 
-absl::Status InProcessGroup::AllGather(const Tensor& input, const Tensor& output) {
-  constexpr absl::string_view kOp = "allgather";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, input, "input");
-  if (valid.ok()) valid = CheckHostTensor(kOp, *this, output, "output");
-  if (valid.ok()) valid = CheckChunked(kOp, *this, output, input);
-  if (!valid.ok()) return Break(valid);
+absl::Status InProcessGroup::DoAllGather(const Tensor& input, const Tensor& output) {
   InProcessWorld::Contribution mine;
   mine.signature = absl::StrCat("allgather ", TensorSignature(input));
   mine.bytes = RawBytes(input);
-  ASSIGN_OR_RETURN(auto slot, Join(kOp, std::move(mine)));
+  ASSIGN_OR_RETURN(auto slot, Join(std::move(mine)));
   char* out = static_cast<char*>(output.raw());
   for (int r = 0; r < size(); ++r) {
     const std::string& bytes = slot->in[r]->bytes;
@@ -141,16 +111,11 @@ absl::Status InProcessGroup::AllGather(const Tensor& input, const Tensor& output
   return absl::OkStatus();
 }
 
-absl::Status InProcessGroup::Broadcast(const Tensor& tensor, int root) {
-  constexpr absl::string_view kOp = "broadcast";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, tensor, "the");
-  if (valid.ok()) valid = CheckPeer(kOp, *this, root, "root");
-  if (!valid.ok()) return Break(valid);
+absl::Status InProcessGroup::DoBroadcast(const Tensor& tensor, int root) {
   InProcessWorld::Contribution mine;
   mine.signature = absl::StrCat("broadcast ", TensorSignature(tensor), " from root ", root);
   if (rank_ == root) mine.bytes = RawBytes(tensor);
-  ASSIGN_OR_RETURN(auto slot, Join(kOp, std::move(mine)));
+  ASSIGN_OR_RETURN(auto slot, Join(std::move(mine)));
   if (rank_ != root) {
     const std::string& bytes = slot->in[root]->bytes;
     std::memcpy(tensor.raw(), bytes.data(), bytes.size());
@@ -158,56 +123,34 @@ absl::Status InProcessGroup::Broadcast(const Tensor& tensor, int root) {
   return absl::OkStatus();
 }
 
-absl::Status InProcessGroup::Send(const Tensor& tensor, int dst, int tag) {
-  constexpr absl::string_view kOp = "send";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, tensor, "the");
-  if (valid.ok()) valid = CheckOtherRank(kOp, *this, dst, "destination");
-  if (!valid.ok()) return Break(valid);
-  absl::Status posted = world_->Post(rank_, dst, tag, RawBytes(tensor), TensorSignature(tensor));
-  if (!posted.ok()) return Fail(kOp, posted);
-  return absl::OkStatus();
+absl::Status InProcessGroup::DoSend(const Tensor& tensor, int dst, int tag) {
+  RETURN_IF_ERROR(CheckAlive());
+  return world_->Post(rank_, dst, tag, RawBytes(tensor), TensorSignature(tensor));
 }
 
-absl::Status InProcessGroup::Recv(const Tensor& tensor, int src, int tag) {
-  constexpr absl::string_view kOp = "recv";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckHostTensor(kOp, *this, tensor, "the");
-  if (valid.ok()) valid = CheckOtherRank(kOp, *this, src, "source");
-  if (!valid.ok()) return Break(valid);
+absl::Status InProcessGroup::DoRecv(const Tensor& tensor, int src, int tag) {
+  RETURN_IF_ERROR(CheckAlive());
   Deadline deadline(world_->options().clock, timeout());
-  auto message = world_->Take(src, rank_, tag, deadline.at());
-  if (!message.ok()) return Fail(kOp, message.status());
-  if (message->signature != TensorSignature(tensor)) {
-    return Fail(kOp, absl::InvalidArgumentError(absl::StrCat(
-                         "rank ", src, " sent ", message->signature, " with tag ", tag,
-                         ", this rank expects ", TensorSignature(tensor))));
+  ASSIGN_OR_RETURN(InProcessWorld::Message message, world_->Take(src, rank_, tag, deadline.at()));
+  if (message.signature != TensorSignature(tensor)) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", src, " sent ", message.signature, " with tag ", tag,
+                                                   ", this rank expects ", TensorSignature(tensor)));
   }
-  std::memcpy(tensor.raw(), message->bytes.data(), message->bytes.size());
+  std::memcpy(tensor.raw(), message.bytes.data(), message.bytes.size());
   return absl::OkStatus();
 }
 
-absl::Status InProcessGroup::Barrier() {
-  constexpr absl::string_view kOp = "barrier";
-  RETURN_IF_ERROR(CheckUsable(kOp));
+absl::Status InProcessGroup::DoBarrier() {
   InProcessWorld::Contribution mine;
   mine.signature = "barrier";
-  return Join(kOp, std::move(mine)).status();
+  return Join(std::move(mine)).status();
 }
 
-absl::StatusOr<std::unique_ptr<ProcessGroup>> InProcessGroup::NewGroup(
-    const std::vector<int>& ranks, const std::string& name) {
-  constexpr absl::string_view kOp = "new_group";
-  RETURN_IF_ERROR(CheckUsable(kOp));
-  absl::Status valid = CheckSubgroupRanks(*this, ranks);
-  if (!valid.ok()) return Break(valid);
+absl::StatusOr<std::unique_ptr<ProcessGroup>> InProcessGroup::DoNewGroup(const std::vector<int>& ranks,
+                                                                         int sub_rank, const std::string& name) {
   InProcessWorld::Contribution mine;
   mine.signature = absl::StrCat("new_group ", name, " [", absl::StrJoin(ranks, ", "), "]");
-  ASSIGN_OR_RETURN(auto slot, Join(kOp, std::move(mine)));
-  int sub_rank = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] == rank_) sub_rank = static_cast<int>(i);
-  }
+  ASSIGN_OR_RETURN(auto slot, Join(std::move(mine)));
   InProcessOptions options = world_->options();
   options.name = name;
   std::shared_ptr<InProcessWorld> child =

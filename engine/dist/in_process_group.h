@@ -45,41 +45,35 @@ class InProcessGroup : public ProcessGroup {
   const char* backend() const override { return "inprocess"; }
   std::string name() const override { return name_; }
 
-  absl::Status AllReduce(const Tensor& tensor, ReduceOp op) override;
-  absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
-  absl::Status AllGather(const Tensor& input, const Tensor& output) override;
-  absl::Status Broadcast(const Tensor& tensor, int root) override;
-  absl::Status Send(const Tensor& tensor, int dst, int tag) override;
-  absl::Status Recv(const Tensor& tensor, int src, int tag) override;
-  absl::Status Barrier() override;
-  absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGroup(const std::vector<int>& ranks,
-                                                         const std::string& name) override;
-
   const std::shared_ptr<InProcessWorld>& world() const { return world_; }
 
  private:
   friend class InProcessWorld;
   InProcessGroup(std::shared_ptr<InProcessWorld> world, int rank);
 
-  // ABORTED if the group is broken or this rank was killed.
-  absl::Status CheckUsable(absl::string_view op);
+  absl::Status DoAllReduce(const Tensor& tensor, ReduceOp op) override;
+  absl::Status DoReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
+  absl::Status DoAllGather(const Tensor& input, const Tensor& output) override;
+  absl::Status DoBroadcast(const Tensor& tensor, int root) override;
+  absl::Status DoSend(const Tensor& tensor, int dst, int tag) override;
+  absl::Status DoRecv(const Tensor& tensor, int src, int tag) override;
+  absl::Status DoBarrier() override;
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> DoNewGroup(const std::vector<int>& ranks, int sub_rank,
+                                                           const std::string& name) override;
+  absl::Status CheckPlacement(const Tensor& tensor, absl::string_view what) const override;
+  // This rank leaves the world, so that peers waiting for it fail at once.
+  void OnBroken() override;
+
+  // ABORTED if this rank was killed (InProcessWorld::Kill).
+  absl::Status CheckAlive() const;
   // Runs collective number seq_ with `mine`; on success checks that every
   // rank's signature matches this one's.
-  absl::StatusOr<std::shared_ptr<const InProcessWorld::Slot>> Join(
-      absl::string_view op, InProcessWorld::Contribution mine);
-  // Records a failed call: the group is broken and this rank leaves the
-  // world. Returns `error`, which already names the operation and group.
-  absl::Status Break(const absl::Status& error);
-  // Break(Annotate(op, status)).
-  absl::Status Fail(absl::string_view op, const absl::Status& status);
-  // Prefixes `status` with the operation and group, keeping its code.
-  absl::Status Annotate(absl::string_view op, const absl::Status& status) const;
+  absl::StatusOr<std::shared_ptr<const InProcessWorld::Slot>> Join(InProcessWorld::Contribution mine);
 
   std::shared_ptr<InProcessWorld> world_;
   const int rank_;
   const std::string name_;
-  uint64_t seq_ = 0;     // collectives this rank has joined
-  absl::Status broken_;  // the error that broke the group; OK while usable
+  uint64_t seq_ = 0;  // collectives this rank has joined
 };
 
 }  // namespace ringmaster::engine::dist

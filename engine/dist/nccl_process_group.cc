@@ -12,7 +12,7 @@
 namespace ringmaster::engine::dist {
 namespace {
 
-std::string GroupName(const std::string& name, int size) { return absl::StrFormat("%s[%d ranks]", name, size); }
+constexpr absl::string_view kSendRecv = "send/recv";
 
 // Makes `device` current, with FAILED_PRECONDITION for every way the machine
 // cannot provide it (no driver, no device, too few devices).
@@ -99,39 +99,30 @@ NcclProcessGroup::~NcclProcessGroup() {
 
 std::string NcclProcessGroup::name() const { return GroupName(name_, size_); }
 
-std::string NcclProcessGroup::Context(const std::string& op) const {
-  return absl::StrFormat("%s on %s rank %d", op, name(), rank_);
-}
+void NcclProcessGroup::OnBroken() { comm_.Abort(); }
 
-absl::Status NcclProcessGroup::Fail(const std::string& op, const absl::Status& status) {
-  comm_.Abort();
-  absl::Status failed(status.code(), absl::StrCat(Context(op), ": ", status.message(),
-                                                  " (NCCL communicator aborted; the group is broken)"));
-  if (broken_reason_.ok()) broken_reason_ = failed;
-  return failed;
-}
-
-absl::Status NcclProcessGroup::CheckOnDevice(const Tensor& tensor, const char* what) const {
+absl::Status NcclProcessGroup::CheckPlacement(const Tensor& tensor, absl::string_view what) const {
+  if (tensor.device() != Device::kCuda) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " tensor is a ", DeviceName(tensor.device()), " tensor; this group serves CUDA tensors"));
+  }
   if (tensor.numel() == 0) return absl::OkStatus();
   cudaPointerAttributes attributes;
   CUDA_RETURN_IF_ERROR(cudaPointerGetAttributes(&attributes, tensor.raw()));
   if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s is marked CUDA but its memory is not device memory", what));
+        absl::StrCat(what, " tensor is marked CUDA but its memory is not device memory"));
   }
   if (attributes.type == cudaMemoryTypeDevice && attributes.device != device_) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s is on CUDA device %d; this group uses device %d",
-                                                      what, attributes.device, device_));
+    return absl::InvalidArgumentError(absl::StrCat(what, " tensor is on CUDA device ", attributes.device,
+                                                   "; this group uses device ", device_));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<NcclWork> NcclProcessGroup::Enqueue(const std::string& op,
+absl::StatusOr<NcclWork> NcclProcessGroup::Enqueue(absl::string_view op,
                                                    const std::function<absl::Status()>& issue) {
-  if (broken()) {
-    return absl::AbortedError(
-        absl::StrCat(Context(op), ": the group is broken by an earlier error: ", broken_reason_.message()));
-  }
+  RETURN_IF_ERROR(Usable(op));
   absl::StatusOr<ScopedDevice> scoped = ScopedDevice::Enter(device_);
   if (!scoped.ok()) return Fail(op, scoped.status());
   auto event = std::make_shared<CudaEvent>();
@@ -147,7 +138,7 @@ absl::StatusOr<NcclWork> NcclProcessGroup::Enqueue(const std::string& op,
     return event->Record(stream_.get());
   }();
   if (!status.ok()) return Fail(op, status);
-  return NcclWork(std::move(event), op, this);
+  return NcclWork(std::move(event), std::string(op), this);
 }
 
 absl::Status NcclProcessGroup::Wait(const NcclWork& work) {
@@ -155,10 +146,7 @@ absl::Status NcclProcessGroup::Wait(const NcclWork& work) {
   if (!work.valid() || work.group_ != this) {
     return Fail(op, absl::InvalidArgumentError("the work is not of this group"));
   }
-  if (broken()) {
-    return absl::AbortedError(
-        absl::StrCat(Context(op), ": the group is broken by an earlier error: ", broken_reason_.message()));
-  }
+  RETURN_IF_ERROR(Usable(op));
   absl::StatusOr<ScopedDevice> scoped = ScopedDevice::Enter(device_);
   if (!scoped.ok()) return Fail(op, scoped.status());
   absl::Status status = PollUntil(*clock_, clock_->Now() + timeout(), [&]() -> absl::StatusOr<bool> {
@@ -185,17 +173,17 @@ absl::Status NcclProcessGroup::WaitOnStream(const NcclWork& work, cudaStream_t s
   return absl::OkStatus();
 }
 
-absl::Status NcclProcessGroup::EnqueueAndWait(const std::string& op, const std::function<absl::Status()>& issue) {
+absl::Status NcclProcessGroup::EnqueueAndWait(absl::string_view op, const std::function<absl::Status()>& issue) {
   ASSIGN_OR_RETURN(NcclWork work, Enqueue(op, issue));
   return Wait(work);
 }
 
 // ------------------------------------------------------------------ collectives
+// Each Start* issues an operation whose arguments ProcessGroup has checked;
+// the public Enqueue* check them first (Admit*), the Do* wait for the work.
 
-absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueAllReduce(const Tensor& tensor, ReduceOp op) {
+absl::StatusOr<NcclWork> NcclProcessGroup::StartAllReduce(const Tensor& tensor, ReduceOp op) {
   return Enqueue("allreduce", [&]() -> absl::Status {
-    RETURN_IF_ERROR(CheckCudaTensor(tensor, "tensor"));
-    RETURN_IF_ERROR(CheckOnDevice(tensor, "tensor"));
     ASSIGN_OR_RETURN(ncclDataType_t type, NcclDataType(tensor.dtype(), /*reduction=*/true));
     NCCL_RETURN_IF_ERROR_OR_IN_PROGRESS(ncclAllReduce(tensor.raw(), tensor.raw(), tensor.numel(), type,
                                                       NcclRedOp(op), comm_.get(), stream_.get()));
@@ -203,14 +191,9 @@ absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueAllReduce(const Tensor& tensor
   });
 }
 
-absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueReduceScatter(const Tensor& input, const Tensor& output,
-                                                                ReduceOp op) {
-  return Enqueue("reduce-scatter", [&]() -> absl::Status {
-    RETURN_IF_ERROR(CheckCudaTensor(input, "input"));
-    RETURN_IF_ERROR(CheckCudaTensor(output, "output"));
-    RETURN_IF_ERROR(CheckReduceScatter(input, output, size_));
-    RETURN_IF_ERROR(CheckOnDevice(input, "input"));
-    RETURN_IF_ERROR(CheckOnDevice(output, "output"));
+absl::StatusOr<NcclWork> NcclProcessGroup::StartReduceScatter(const Tensor& input, const Tensor& output,
+                                                              ReduceOp op) {
+  return Enqueue("reduce_scatter", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(ncclDataType_t type, NcclDataType(input.dtype(), /*reduction=*/true));
     NCCL_RETURN_IF_ERROR_OR_IN_PROGRESS(ncclReduceScatter(input.raw(), output.raw(), output.numel(), type,
                                                           NcclRedOp(op), comm_.get(), stream_.get()));
@@ -218,13 +201,8 @@ absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueReduceScatter(const Tensor& in
   });
 }
 
-absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueAllGather(const Tensor& input, const Tensor& output) {
-  return Enqueue("all-gather", [&]() -> absl::Status {
-    RETURN_IF_ERROR(CheckCudaTensor(input, "input"));
-    RETURN_IF_ERROR(CheckCudaTensor(output, "output"));
-    RETURN_IF_ERROR(CheckAllGather(input, output, size_));
-    RETURN_IF_ERROR(CheckOnDevice(input, "input"));
-    RETURN_IF_ERROR(CheckOnDevice(output, "output"));
+absl::StatusOr<NcclWork> NcclProcessGroup::StartAllGather(const Tensor& input, const Tensor& output) {
+  return Enqueue("allgather", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(ncclDataType_t type, NcclDataType(input.dtype(), /*reduction=*/false));
     NCCL_RETURN_IF_ERROR_OR_IN_PROGRESS(
         ncclAllGather(input.raw(), output.raw(), input.numel(), type, comm_.get(), stream_.get()));
@@ -232,11 +210,8 @@ absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueAllGather(const Tensor& input,
   });
 }
 
-absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueBroadcast(const Tensor& tensor, int root) {
+absl::StatusOr<NcclWork> NcclProcessGroup::StartBroadcast(const Tensor& tensor, int root) {
   return Enqueue("broadcast", [&]() -> absl::Status {
-    RETURN_IF_ERROR(CheckCudaTensor(tensor, "tensor"));
-    RETURN_IF_ERROR(CheckPeer(root, size_, "root"));
-    RETURN_IF_ERROR(CheckOnDevice(tensor, "tensor"));
     ASSIGN_OR_RETURN(ncclDataType_t type, NcclDataType(tensor.dtype(), /*reduction=*/false));
     NCCL_RETURN_IF_ERROR_OR_IN_PROGRESS(
         ncclBroadcast(tensor.raw(), tensor.raw(), tensor.numel(), type, root, comm_.get(), stream_.get()));
@@ -244,20 +219,8 @@ absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueBroadcast(const Tensor& tensor
   });
 }
 
-absl::Status NcclProcessGroup::CheckP2P(const std::vector<P2P>& ops) const {
-  for (const P2P& p : ops) {
-    const bool send = p.kind == P2P::kSend;
-    RETURN_IF_ERROR(CheckCudaTensor(p.tensor, send ? "sent tensor" : "received tensor"));
-    RETURN_IF_ERROR(CheckPeer(p.peer, size_, send ? "send destination" : "receive source"));
-    RETURN_IF_ERROR(CheckOnDevice(p.tensor, send ? "sent tensor" : "received tensor"));
-    RETURN_IF_ERROR(NcclDataType(p.tensor.dtype(), /*reduction=*/false).status());
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueSendRecv(const std::vector<P2P>& ops) {
-  return Enqueue("send/recv", [&]() -> absl::Status {
-    RETURN_IF_ERROR(CheckP2P(ops));
+absl::StatusOr<NcclWork> NcclProcessGroup::StartSendRecv(const std::vector<P2P>& ops) {
+  return Enqueue(kSendRecv, [&]() -> absl::Status {
     NCCL_RETURN_IF_ERROR(ncclGroupStart());
     for (const P2P& p : ops) {
       ncclDataType_t type = *NcclDataType(p.tensor.dtype(), /*reduction=*/false);
@@ -275,26 +238,41 @@ absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueSendRecv(const std::vector<P2P
   });
 }
 
-// ------------------------------------------------------- the blocking interface
-
-absl::Status NcclProcessGroup::AllReduce(const Tensor& tensor, ReduceOp op) {
-  ASSIGN_OR_RETURN(NcclWork work, EnqueueAllReduce(tensor, op));
-  return Wait(work);
+absl::Status NcclProcessGroup::AdmitSendRecv(const std::vector<P2P>& ops) {
+  for (const P2P& p : ops) {
+    const bool send = p.kind == P2P::kSend;
+    RETURN_IF_ERROR(CheckPeer(kSendRecv, p.peer, send ? "send destination" : "receive source",
+                              /*self_allowed=*/true));
+    absl::Status valid = CheckTensor(p.tensor, send ? "sent" : "received", /*reduced=*/false);
+    if (!valid.ok()) return Fail(kSendRecv, valid);
+  }
+  return Usable(kSendRecv);
 }
 
-absl::Status NcclProcessGroup::ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) {
-  ASSIGN_OR_RETURN(NcclWork work, EnqueueReduceScatter(input, output, op));
-  return Wait(work);
+absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueAllReduce(const Tensor& tensor, ReduceOp op) {
+  RETURN_IF_ERROR(AdmitAllReduce("allreduce", tensor));
+  return StartAllReduce(tensor, op);
 }
 
-absl::Status NcclProcessGroup::AllGather(const Tensor& input, const Tensor& output) {
-  ASSIGN_OR_RETURN(NcclWork work, EnqueueAllGather(input, output));
-  return Wait(work);
+absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueReduceScatter(const Tensor& input, const Tensor& output,
+                                                                ReduceOp op) {
+  RETURN_IF_ERROR(AdmitReduceScatter("reduce_scatter", input, output));
+  return StartReduceScatter(input, output, op);
 }
 
-absl::Status NcclProcessGroup::Broadcast(const Tensor& tensor, int root) {
-  ASSIGN_OR_RETURN(NcclWork work, EnqueueBroadcast(tensor, root));
-  return Wait(work);
+absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueAllGather(const Tensor& input, const Tensor& output) {
+  RETURN_IF_ERROR(AdmitAllGather("allgather", input, output));
+  return StartAllGather(input, output);
+}
+
+absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueBroadcast(const Tensor& tensor, int root) {
+  RETURN_IF_ERROR(AdmitBroadcast("broadcast", tensor, root));
+  return StartBroadcast(tensor, root);
+}
+
+absl::StatusOr<NcclWork> NcclProcessGroup::EnqueueSendRecv(const std::vector<P2P>& ops) {
+  RETURN_IF_ERROR(AdmitSendRecv(ops));
+  return StartSendRecv(ops);
 }
 
 absl::Status NcclProcessGroup::SendRecv(const std::vector<P2P>& ops) {
@@ -302,23 +280,39 @@ absl::Status NcclProcessGroup::SendRecv(const std::vector<P2P>& ops) {
   return Wait(work);
 }
 
-absl::Status NcclProcessGroup::Send(const Tensor& tensor, int dst, int /*tag*/) {
-  if (dst == rank_ && !broken()) {
-    return Fail("send", absl::InvalidArgumentError(absl::StrFormat(
-                            "send to this rank (%d) itself never completes; use SendRecv", dst)));
-  }
-  return SendRecv({P2P{P2P::kSend, tensor, dst}});
+// ------------------------------------------------------- the blocking interface
+
+absl::Status NcclProcessGroup::DoAllReduce(const Tensor& tensor, ReduceOp op) {
+  ASSIGN_OR_RETURN(NcclWork work, StartAllReduce(tensor, op));
+  return Wait(work);
 }
 
-absl::Status NcclProcessGroup::Recv(const Tensor& tensor, int src, int /*tag*/) {
-  if (src == rank_ && !broken()) {
-    return Fail("recv", absl::InvalidArgumentError(absl::StrFormat(
-                            "receive from this rank (%d) itself never completes; use SendRecv", src)));
-  }
-  return SendRecv({P2P{P2P::kRecv, tensor, src}});
+absl::Status NcclProcessGroup::DoReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) {
+  ASSIGN_OR_RETURN(NcclWork work, StartReduceScatter(input, output, op));
+  return Wait(work);
 }
 
-absl::Status NcclProcessGroup::Barrier() {
+absl::Status NcclProcessGroup::DoAllGather(const Tensor& input, const Tensor& output) {
+  ASSIGN_OR_RETURN(NcclWork work, StartAllGather(input, output));
+  return Wait(work);
+}
+
+absl::Status NcclProcessGroup::DoBroadcast(const Tensor& tensor, int root) {
+  ASSIGN_OR_RETURN(NcclWork work, StartBroadcast(tensor, root));
+  return Wait(work);
+}
+
+absl::Status NcclProcessGroup::DoSend(const Tensor& tensor, int dst, int /*tag*/) {
+  ASSIGN_OR_RETURN(NcclWork work, StartSendRecv({P2P{P2P::kSend, tensor, dst}}));
+  return Wait(work);
+}
+
+absl::Status NcclProcessGroup::DoRecv(const Tensor& tensor, int src, int /*tag*/) {
+  ASSIGN_OR_RETURN(NcclWork work, StartSendRecv({P2P{P2P::kRecv, tensor, src}}));
+  return Wait(work);
+}
+
+absl::Status NcclProcessGroup::DoBarrier() {
   return EnqueueAndWait("barrier", [&]() -> absl::Status {
     NCCL_RETURN_IF_ERROR_OR_IN_PROGRESS(ncclAllReduce(barrier_buffer_.data(), barrier_buffer_.data(), 1,
                                                       ncclFloat32, ncclSum, comm_.get(), stream_.get()));
@@ -326,26 +320,16 @@ absl::Status NcclProcessGroup::Barrier() {
   });
 }
 
-absl::StatusOr<std::unique_ptr<ProcessGroup>> NcclProcessGroup::NewGroup(const std::vector<int>& ranks,
-                                                                         const std::string& name) {
-  const std::string op = absl::StrCat("new group ", name);
-  if (broken()) {
-    return absl::AbortedError(
-        absl::StrCat(Context(op), ": the group is broken by an earlier error: ", broken_reason_.message()));
-  }
-  absl::Status checked = CheckSubGroupRanks(ranks, size_);
-  if (!checked.ok()) return Fail(op, checked);
-  const auto it = std::find(ranks.begin(), ranks.end(), rank_);
-  const bool member = it != ranks.end();
-  const int sub_rank = static_cast<int>(it - ranks.begin());
+absl::StatusOr<std::unique_ptr<ProcessGroup>> NcclProcessGroup::DoNewGroup(const std::vector<int>& ranks,
+                                                                           int sub_rank, const std::string& name) {
+  const bool member = sub_rank >= 0;
   const int sub_size = static_cast<int>(ranks.size());
 
-  absl::StatusOr<ScopedDevice> scoped = ScopedDevice::Enter(device_);
-  if (!scoped.ok()) return Fail(op, scoped.status());
+  ASSIGN_OR_RETURN(ScopedDevice scoped, ScopedDevice::Enter(device_));
   // Order sub-ranks as in `ranks` (which is increasing): key = rank here.
   absl::StatusOr<NcclComm> comm = comm_.Split(member ? 0 : NCCL_SPLIT_NOCOLOR, rank_,
                                               GroupName(name, sub_size), clock_->Now() + timeout());
-  if (!comm.ok()) return Fail(op, comm.status());
+  if (!comm.ok()) return comm.status();
   if (!member) return std::unique_ptr<ProcessGroup>();
 
   std::unique_ptr<NcclProcessGroup> group(
@@ -357,7 +341,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NcclProcessGroup::NewGroup(const s
     status = absl::InternalError(absl::StrFormat("NCCL made this rank %d of the sub-group, not %d",
                                                  nccl_rank, sub_rank));
   }
-  if (!status.ok()) return Fail(op, status);
+  if (!status.ok()) return status;
   group->comm_ = std::move(comm).value();
   group->compute_stream_ = compute_stream_;
   return std::unique_ptr<ProcessGroup>(std::move(group));

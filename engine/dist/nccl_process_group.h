@@ -127,21 +127,11 @@ class NcclProcessGroup final : public ProcessGroup {
   const char* backend() const override { return "nccl"; }
   std::string name() const override;
 
-  absl::Status AllReduce(const Tensor& tensor, ReduceOp op) override;
-  absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
-  absl::Status AllGather(const Tensor& input, const Tensor& output) override;
-  absl::Status Broadcast(const Tensor& tensor, int root) override;
-  // Send/Recv to this rank itself are INVALID_ARGUMENT (use SendRecv).
-  absl::Status Send(const Tensor& tensor, int dst, int tag) override;
-  absl::Status Recv(const Tensor& tensor, int src, int tag) override;
-  absl::Status Barrier() override;
-  absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGroup(const std::vector<int>& ranks,
-                                                         const std::string& name) override;
-
   // All of `ops` as one NCCL group (ncclGroupStart/End): a batch of sends and
   // receives that completes together, so ranks may exchange in both
   // directions at once (pipeline activations and gradients). A send to and a
-  // receive from this rank itself pair with each other.
+  // receive from this rank itself pair with each other (a lone Send or Recv
+  // to this rank itself is INVALID_ARGUMENT: it could never complete).
   absl::Status SendRecv(const std::vector<P2P>& ops);
 
   // Stream-ordered variants (see "Overlap" above).
@@ -162,8 +152,6 @@ class NcclProcessGroup final : public ProcessGroup {
   // The communication stream (on device()).
   cudaStream_t stream() const { return stream_.get(); }
   int device() const { return device_; }
-  // True after an error: every later call returns ABORTED.
-  bool broken() const { return !broken_reason_.ok(); }
 
  private:
   NcclProcessGroup(int rank, int size, int device, absl::Duration timeout, std::string name,
@@ -171,19 +159,33 @@ class NcclProcessGroup final : public ProcessGroup {
   // Makes the stream, events and barrier buffer on the current device.
   absl::Status InitDeviceObjects();
 
+  absl::Status DoAllReduce(const Tensor& tensor, ReduceOp op) override;
+  absl::Status DoReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
+  absl::Status DoAllGather(const Tensor& input, const Tensor& output) override;
+  absl::Status DoBroadcast(const Tensor& tensor, int root) override;
+  absl::Status DoSend(const Tensor& tensor, int dst, int tag) override;
+  absl::Status DoRecv(const Tensor& tensor, int src, int tag) override;
+  absl::Status DoBarrier() override;
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> DoNewGroup(const std::vector<int>& ranks, int sub_rank,
+                                                           const std::string& name) override;
+  // A CUDA tensor in memory of this group's device.
+  absl::Status CheckPlacement(const Tensor& tensor, absl::string_view what) const override;
+  // Aborts the communicator.
+  void OnBroken() override;
+
   // Enqueues one operation: device check, ABORTED when broken, compute-stream
   // dependency, `issue` (the NCCL calls), the communicator's ready wait, and
   // the completion event. Failures break the group.
-  absl::StatusOr<NcclWork> Enqueue(const std::string& op, const std::function<absl::Status()>& issue);
-  absl::Status EnqueueAndWait(const std::string& op, const std::function<absl::Status()>& issue);
-  // "<op> on <name()> rank <r>"
-  std::string Context(const std::string& op) const;
-  // Aborts the communicator, breaks the group, returns `status` with context.
-  absl::Status Fail(const std::string& op, const absl::Status& status);
-  // Checks the tensors of a SendRecv batch.
-  absl::Status CheckP2P(const std::vector<P2P>& ops) const;
-  // Checks that `tensor` is memory of this group's device.
-  absl::Status CheckOnDevice(const Tensor& tensor, const char* what) const;
+  absl::StatusOr<NcclWork> Enqueue(absl::string_view op, const std::function<absl::Status()>& issue);
+  absl::Status EnqueueAndWait(absl::string_view op, const std::function<absl::Status()>& issue);
+  // Enqueue with arguments already checked.
+  absl::StatusOr<NcclWork> StartAllReduce(const Tensor& tensor, ReduceOp op);
+  absl::StatusOr<NcclWork> StartReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op);
+  absl::StatusOr<NcclWork> StartAllGather(const Tensor& input, const Tensor& output);
+  absl::StatusOr<NcclWork> StartBroadcast(const Tensor& tensor, int root);
+  absl::StatusOr<NcclWork> StartSendRecv(const std::vector<P2P>& ops);
+  // Checks a SendRecv batch (ProcessGroup's peer and tensor checks).
+  absl::Status AdmitSendRecv(const std::vector<P2P>& ops);
 
   const int rank_;
   const int size_;
@@ -191,7 +193,6 @@ class NcclProcessGroup final : public ProcessGroup {
   const std::string name_;
   Clock* const clock_;
   cudaStream_t compute_stream_ = cudaStreamLegacy;
-  absl::Status broken_reason_;  // OK while healthy
   // Destroyed in reverse order: the communicator before its stream.
   CudaStream stream_;
   CudaEvent compute_ready_;

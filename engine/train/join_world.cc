@@ -27,21 +27,24 @@ class OwningGroup final : public dist::ProcessGroup {
   const char* backend() const override { return group_->backend(); }
   std::string name() const override { return group_->name(); }
   void SetComputeStream(void* stream) override { group_->SetComputeStream(stream); }
-  absl::Status AllReduce(const Tensor& t, dist::ReduceOp op) override { return group_->AllReduce(t, op); }
-  absl::Status ReduceScatter(const Tensor& in, const Tensor& out, dist::ReduceOp op) override {
-    return group_->ReduceScatter(in, out, op);
-  }
-  absl::Status AllGather(const Tensor& in, const Tensor& out) override { return group_->AllGather(in, out); }
-  absl::Status Broadcast(const Tensor& t, int root) override { return group_->Broadcast(t, root); }
-  absl::Status Send(const Tensor& t, int dst, int tag) override { return group_->Send(t, dst, tag); }
-  absl::Status Recv(const Tensor& t, int src, int tag) override { return group_->Recv(t, src, tag); }
-  absl::Status Barrier() override { return group_->Barrier(); }
-  absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> NewGroup(const std::vector<int>& ranks,
-                                                               const std::string& name) override {
-    return group_->NewGroup(ranks, name);
-  }
 
  private:
+  // Forwarded whole: the inner group checks, annotates and breaks as well.
+  absl::Status DoAllReduce(const Tensor& t, dist::ReduceOp op) override { return group_->AllReduce(t, op); }
+  absl::Status DoReduceScatter(const Tensor& in, const Tensor& out, dist::ReduceOp op) override {
+    return group_->ReduceScatter(in, out, op);
+  }
+  absl::Status DoAllGather(const Tensor& in, const Tensor& out) override { return group_->AllGather(in, out); }
+  absl::Status DoBroadcast(const Tensor& t, int root) override { return group_->Broadcast(t, root); }
+  absl::Status DoSend(const Tensor& t, int dst, int tag) override { return group_->Send(t, dst, tag); }
+  absl::Status DoRecv(const Tensor& t, int src, int tag) override { return group_->Recv(t, src, tag); }
+  absl::Status DoBarrier() override { return group_->Barrier(); }
+  absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> DoNewGroup(const std::vector<int>& ranks, int /*sub_rank*/,
+                                                                 const std::string& name) override {
+    return group_->NewGroup(ranks, name);
+  }
+  absl::Status CheckPlacement(const Tensor&, absl::string_view) const override { return absl::OkStatus(); }
+
   // Declared first, destroyed last: the group may use the store until it goes.
   std::unique_ptr<dist::Store> store_;
   std::unique_ptr<dist::ProcessGroup> group_;

@@ -5,7 +5,7 @@
 
 namespace ringmaster::engine::parallel::testing {
 
-absl::Status PipelineRendezvousGroup::Send(const Tensor& tensor, int dst, int tag) {
+absl::Status PipelineRendezvousGroup::DoSend(const Tensor& tensor, int dst, int tag) {
   if (tag < 0 || tag >= kAckTagBase)
     return absl::InvalidArgumentError(absl::StrCat("rendezvous send: tag ", tag, " out of range"));
   RETURN_IF_ERROR(inner_.Send(tensor, dst, tag));
@@ -13,7 +13,7 @@ absl::Status PipelineRendezvousGroup::Send(const Tensor& tensor, int dst, int ta
   return inner_.Recv(ack, dst, kAckTagBase + tag);
 }
 
-absl::Status PipelineRendezvousGroup::Recv(const Tensor& tensor, int src, int tag) {
+absl::Status PipelineRendezvousGroup::DoRecv(const Tensor& tensor, int src, int tag) {
   if (tag < 0 || tag >= kAckTagBase)
     return absl::InvalidArgumentError(absl::StrCat("rendezvous recv: tag ", tag, " out of range"));
   RETURN_IF_ERROR(inner_.Recv(tensor, src, tag));

@@ -27,26 +27,29 @@ class PipelineRendezvousGroup final : public dist::ProcessGroup {
   const char* backend() const override { return inner_.backend(); }
   std::string name() const override { return inner_.name(); }
 
-  absl::Status AllReduce(const Tensor& tensor, dist::ReduceOp op) override { return inner_.AllReduce(tensor, op); }
-  absl::Status ReduceScatter(const Tensor& input, const Tensor& output, dist::ReduceOp op) override {
-    return inner_.ReduceScatter(input, output, op);
-  }
-  absl::Status AllGather(const Tensor& input, const Tensor& output) override {
-    return inner_.AllGather(input, output);
-  }
-  absl::Status Broadcast(const Tensor& tensor, int root) override { return inner_.Broadcast(tensor, root); }
-  absl::Status Send(const Tensor& tensor, int dst, int tag) override;
-  absl::Status Recv(const Tensor& tensor, int src, int tag) override;
-  absl::Status Barrier() override { return inner_.Barrier(); }
-  absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> NewGroup(const std::vector<int>& ranks,
-                                                               const std::string& name) override {
-    return inner_.NewGroup(ranks, name);
-  }
-
   // Tags at or above this are the acknowledgements'.
   static constexpr int kAckTagBase = 1 << 28;
 
  private:
+  // Collectives and NewGroup are forwarded whole (the inner group checks,
+  // annotates and breaks as well); Send waits for Recv's acknowledgement.
+  absl::Status DoAllReduce(const Tensor& tensor, dist::ReduceOp op) override { return inner_.AllReduce(tensor, op); }
+  absl::Status DoReduceScatter(const Tensor& input, const Tensor& output, dist::ReduceOp op) override {
+    return inner_.ReduceScatter(input, output, op);
+  }
+  absl::Status DoAllGather(const Tensor& input, const Tensor& output) override {
+    return inner_.AllGather(input, output);
+  }
+  absl::Status DoBroadcast(const Tensor& tensor, int root) override { return inner_.Broadcast(tensor, root); }
+  absl::Status DoSend(const Tensor& tensor, int dst, int tag) override;
+  absl::Status DoRecv(const Tensor& tensor, int src, int tag) override;
+  absl::Status DoBarrier() override { return inner_.Barrier(); }
+  absl::StatusOr<std::unique_ptr<dist::ProcessGroup>> DoNewGroup(const std::vector<int>& ranks, int /*sub_rank*/,
+                                                                 const std::string& name) override {
+    return inner_.NewGroup(ranks, name);
+  }
+  absl::Status CheckPlacement(const Tensor&, absl::string_view) const override { return absl::OkStatus(); }
+
   dist::ProcessGroup& inner_;
 };
 
