@@ -1,4 +1,4 @@
-// Coordinator load benchmark (issue #5): simulated workers speaking the real
+// Coordinator load benchmark: simulated workers speaking the real
 // gRPC API to a real ringmaster-coordinator process.
 //
 //   bazel run //bench:coordinator_load_bench -- [--nodes 512] [--gpus 8] [--duration 10]
@@ -195,7 +195,7 @@ void PrintTimeline(const v1::Job& job, const std::vector<v1::JobEvent>& events) 
   std::printf("\n");
 }
 
-// Issue #15's goals: 512 x 8 ranks get the NCCL id within 1 s of the
+// The goals: 512 x 8 ranks get the NCCL id within 1 s of the
 // submission, and the coordinator stays under 256 MB; 2048 x 8 within 3 s
 // and under 512 MB.
 struct Goals {
@@ -366,7 +366,7 @@ int Run(const Flags& flags) {
 }  // namespace ringmaster::bench
 
 int main(int argc, char** argv) {
-  CLI::App app{"Simulated workers against a real ringmaster-coordinator (issue #5)"};
+  CLI::App app{"Simulated workers against a real ringmaster-coordinator"};
   ringmaster::bench::Flags flags;
   app.add_option("--nodes", flags.nodes, "Simulated nodes")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--gpus", flags.gpus, "GPUs per node (one rank each)")->check(CLI::Range(1, 64))->capture_default_str();

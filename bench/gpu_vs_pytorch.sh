@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #7's GPU benchmark, ours beside PyTorch in one run, each figure a ratio
+# The GPU benchmark, ours beside PyTorch in one run, each figure a ratio
 # measured side by side on the same GPU:
 #   1. the GPU's bf16 matmul rate (PyTorch, 8192^3 on random data, median of 20);
 #   2. GPT-2 124M (bench/gpt2_124m.yaml; bench/reference/gpt2_bench.py is the same

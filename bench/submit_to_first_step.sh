@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Submit -> first training step on a local cluster (issue #5; goal < 3 s).
+# Submit -> first training step on a local cluster (goal < 3 s).
 #
 # Starts a coordinator and one worker with 2 CPU slots on loopback
 # (tests/cluster_lib.sh, as the cluster tests do), then REPEATS times: submits

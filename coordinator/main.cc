@@ -25,7 +25,7 @@
 #include "common/cli_flags.h"
 #include "common/clock.h"
 #include "common/signals.h"
-#include "coordinator/coordinator_server.h"
+#include "coordinator/service/coordinator_server.h"
 #include "fmt/core.h"
 #include "grpc/support/log.h"
 #include "spdlog/spdlog.h"

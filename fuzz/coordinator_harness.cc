@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/job_controller.h"
-#include "coordinator/node_registry.h"
-#include "coordinator/rendezvous.h"
+#include "coordinator/core/job_controller.h"
+#include "coordinator/core/node_registry.h"
+#include "coordinator/core/rendezvous.h"
 #include "fuzz/fuzz_check.h"
 #include "proto/job_service.grpc.pb.h"
 #include "proto/node_service.grpc.pb.h"

@@ -25,7 +25,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "fuzz/fuzz_input.h"
-#include "coordinator/coordinator_server.h"
+#include "coordinator/service/coordinator_server.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/job_spec.pb.h"

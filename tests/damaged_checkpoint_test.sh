@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A damaged committed checkpoint is never fatal (issue #15): one byte of the
+# A damaged committed checkpoint is never fatal: one byte of the
 # newest committed checkpoint is flipped and a trainer killed -9. The next
 # generation finds the damage, the coordinator marks that checkpoint bad
 # (timeline, `checkpoints`) and restarts from the one before, without using a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Failure scenarios of issue #9 on a real cluster: a coordinator and 2 or 3
+# Failure scenarios on a real cluster: a coordinator and 2 or 3
 # workers, each worker in its own network namespace ("node"), joined by a
 # bridge in the test's private network namespace; a 2-rank data-parallel MLP
 # job (1 rank per node) with a checkpoint every 10 steps.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ZeRO-1 and pipeline parallelism on CUDA (issue #6): the same job, same seed,
+# ZeRO-1 and pipeline parallelism on CUDA: the same job, same seed,
 # as plain data parallelism (ZeRO-1) or as one process running the same
 # micro-batches (pipeline), over NCCL with one rank per GPU. Skips, saying so,
 # with fewer than 2 CUDA devices: NCCL needs a distinct GPU per rank of a

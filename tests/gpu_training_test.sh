@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU training tests of the trainer (issue #6). Skips, saying so, without a
+# GPU training tests of the trainer. Skips, saying so, without a
 # CUDA device.
 #
 # Usage: gpu_training_test.sh TRAINER EXAMPLES_DIR (fashion | gpt) [DATA_PATH]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a cluster refuses, and says why (issue #15), on a loopback cluster of
+# What a cluster refuses, and says why, on a loopback cluster of
 # one coordinator and one worker with 2 CPU slots:
 #   - a spec the trainer rejects fails the job at once, no restart used;
 #   - a checkpoint.directory outside the coordinator's allowed roots is

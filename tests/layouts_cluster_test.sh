@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every parallel layout through the cluster (issue #15): for each LAYOUT, a
+# Every parallel layout through the cluster: for each LAYOUT, a
 # job of SPEC runs on a real coordinator and worker with real trainers over
 # Gloo; once its first checkpoint is committed one trainer is killed -9; the
 # job restarts from a committed checkpoint and succeeds; its final weights

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Gang scheduling on a real cluster (coordinator/scheduler.h has the rules).
+# Gang scheduling on a real cluster (coordinator/core/scheduler.h has the rules).
 #
 # Part 1: 2 workers x 1 CPU slot, four 2-rank gangs (capacity for one at a
 # time): A runs; B and C (priority 0) and then D (priority 5) queue. While they

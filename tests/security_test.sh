@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #9 security on real processes, all on loopback (docs/security.md):
+# Security on real processes, all on loopback (docs/security.md):
 #   1. the coordinator refuses to start insecure beyond loopback, and TLS
 #      without user/join tokens;
 #   2. with TLS + tokens: a worker call without a client certificate, with

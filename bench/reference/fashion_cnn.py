@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch twin of examples/fashion_mnist_cnn.yaml on one device, for the GPU
-benchmark of issue #7: the same CNN (docs/models.md: conv 3x3 32 and 64
+benchmark: the same CNN (docs/models.md: conv 3x3 32 and 64
 channels, each + BatchNorm + ReLU + max-pool 2x2, Linear 3136->128, ReLU,
 Linear 128->10), the same normalisation ((x / 255 - 0.2860) / 0.3530), batch,
 SGD with Nesterov momentum 0.9 and L2 weight decay 5e-4 on weights only, the

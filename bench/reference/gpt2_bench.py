@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch twin of Ringmaster's GPT (engine/nn/gpt.cc, docs/models.md) for the
-GPU benchmark of issue #7: the same blocks and shapes (pre-LN, fused c_attn,
+GPU benchmark: the same blocks and shapes (pre-LN, fused c_attn,
 causal attention, tanh GELU MLP of width 4C, final LayerNorm, LM head tied to
 the token embedding, biases on every Linear, LayerNorm eps 1e-5), AdamW with
 decoupled weight decay on matrices and embeddings only (as the engine: biases

@@ -5,7 +5,7 @@
 // Gloo exchanges its connection addresses in it, rank 0 publishes the NCCL
 // unique id in it. Implementations: FileStore (a shared directory; one node),
 // TcpStore (a server on rank 0's host), and the coordinator's
-// RendezvousService through the worker (issue #5).
+// RendezvousService through the worker.
 //
 // Keys are scoped by the caller (prefix with job and generation). Values are
 // bytes. Thread-safe.

@@ -1,0 +1,127 @@
+#ifndef RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
+#define RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_
+
+// CoordinatorMetrics: the coordinator's Prometheus metrics, prometheus-cpp
+// families in a MetricsRegistry (served on /metrics by common/metrics_http):
+//
+//   ringmaster_jobs{state}                       gauge: jobs per state (queued, ..., cancelled)
+//   ringmaster_queue_length                      gauge: jobs waiting for placement (QUEUED, and
+//                                                RESTARTING jobs waiting for their next generation)
+//   ringmaster_queue_wait_seconds                histogram: submit (or failed generation) -> placed
+//   ringmaster_queue_oldest_wait_seconds         gauge: how long the longest-waiting job has waited
+//                                                so far (0: none waits); what a queue-wait alert reads,
+//                                                since the histogram only learns of a wait once it ends
+//   ringmaster_job_state{job,state}              gauge: 1 for each non-terminal job's state (the
+//                                                dashboards' job list); terminal jobs leave it
+//   ringmaster_nodes{state}                      gauge: nodes per state (ready, draining, lost)
+//   ringmaster_gpus{state}                       gauge: GPUs allocated (held by ranks), free (on
+//                                                READY nodes), unavailable (DRAINING/LOST nodes)
+//   ringmaster_cpu_slots{state}                  gauge: CPU slots, the same states
+//   ringmaster_node_sessions                     gauge: workers with an open Session stream
+//   ringmaster_scheduling_latency_seconds        histogram: one scheduling pass over a non-empty queue
+//   ringmaster_rendezvous_duration_seconds       histogram: start orders sent -> every rank joined
+//   ringmaster_job_restarts_total{reason}        counter: generations restarted, by cause
+//                                                (RankExited, NodeLost, ProgressTimeout, ...;
+//                                                every cause is exposed from the start, at 0)
+//   ringmaster_rpc_latency_seconds{method}       histogram: unary RPCs, handler start -> status sent
+//   ringmaster_rpcs_total{method,code}           counter: RPCs finished, by status code
+//   ringmaster_log_lines_total{result}           counter: pushed log lines (stored, duplicate, invalid)
+//
+// Job metrics come from JobListener::OnJobChanged (event times, the
+// coordinator's clock, which also times the oldest wait); node metrics are read from the NodeRegistry when
+// scraped (cached for 100 ms, so one scrape lists the nodes once).
+//
+// Thread-safe. The JobListener callbacks only update atomics and a map under
+// this class's own lock (no calls out).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "coordinator/core/job_controller.h"
+#include "coordinator/core/node_registry.h"
+
+namespace ringmaster::coordinator {
+
+class CoordinatorMetrics : public JobListener {
+ public:
+  // Registers the families. `nodes` must outlive the registry's scrapes.
+  // `clock` (nullptr: the real one) must be the JobController's.
+  static absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> Create(MetricsRegistry* registry,
+                                                                    const NodeRegistry* nodes,
+                                                                    const Clock* clock = nullptr);
+
+  // The jobs as they are after JobController::Recover (before traffic).
+  void Seed(const std::vector<v1::Job>& jobs);
+  // The open sessions' count, read at scrape time.
+  void SetSessionCount(std::function<size_t()> count);
+
+  // Schedule pass duration (JobControllerOptions::on_schedule_pass).
+  void ObserveSchedulingPass(absl::Duration d);
+  // A finished RPC ("JobService/Submit", "OK"); latency only for unary ones.
+  void ObserveRpc(const std::string& method, const std::string& code, absl::Duration latency, bool unary);
+  // Log lines PushLogs handled.
+  void CountLogLines(int64_t stored, int64_t duplicates, int64_t invalid);
+
+  // JobListener
+  void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) override;
+  void OnStartRanks(const StartOrder&) override {}
+  void OnStopRanks(const StopOrder&) override {}
+
+ private:
+  struct NodeCounts {
+    double nodes[3] = {0, 0, 0};      // ready, draining, lost
+    double gpus[3] = {0, 0, 0};       // allocated, free, unavailable
+    double cpu_slots[3] = {0, 0, 0};  // allocated, free, unavailable
+  };
+  struct JobTrack {
+    v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+    absl::Time waiting_since = absl::InfinitePast();   // queued (again) at; InfinitePast: unknown
+    absl::Time starting_since = absl::InfinitePast();  // start orders sent at
+  };
+
+  CoordinatorMetrics(MetricsRegistry* registry, const NodeRegistry* nodes, const Clock* clock)
+      : registry_(registry), nodes_(nodes), clock_(clock) {}
+  absl::Status Register();
+  NodeCounts Counts();
+  void SetStateLocked(const std::string& job_id, JobTrack& track, v1::JobState state);
+  double OldestWaitSeconds();
+
+  MetricsRegistry* const registry_;
+  const NodeRegistry* const nodes_;
+  const Clock* const clock_;
+
+  // prometheus-cpp families and series (the registry owns them).
+  std::map<v1::JobState, prometheus::Gauge*> jobs_by_state_;
+  prometheus::Gauge* queue_length_ = nullptr;
+  prometheus::Histogram* queue_wait_ = nullptr;
+  prometheus::Histogram* scheduling_latency_ = nullptr;
+  prometheus::Histogram* rendezvous_duration_ = nullptr;
+  prometheus::Family<prometheus::Counter>* restarts_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* job_state_ = nullptr;  // series added and removed under mu_
+  prometheus::Family<prometheus::Histogram>* rpc_latency_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rpcs_ = nullptr;
+  prometheus::Counter* log_stored_ = nullptr;
+  prometheus::Counter* log_duplicate_ = nullptr;
+  prometheus::Counter* log_invalid_ = nullptr;
+  CallbackGauges* sessions_ = nullptr;
+
+  std::mutex mu_;  // jobs_
+  std::map<std::string, JobTrack> jobs_;
+
+  std::mutex counts_mu_;
+  NodeCounts counts_;
+  absl::Time counts_at_ = absl::InfinitePast();
+};
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_COORDINATOR_METRICS_H_

@@ -1,0 +1,298 @@
+#include "coordinator/core/node_registry.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/proto_time.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+absl::Status ValidateNode(const v1::NodeInfo& node) {
+  if (node.hostname().empty()) return absl::InvalidArgumentError("node.hostname: must not be empty");
+  if (node.cpu_slots() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("node.cpu_slots: must be >= 0, got ", node.cpu_slots()));
+  }
+  std::set<std::string> uuids;
+  for (int i = 0; i < node.gpus_size(); ++i) {
+    const std::string& uuid = node.gpus(i).uuid();
+    if (uuid.empty()) return absl::InvalidArgumentError(absl::StrCat("node.gpus[", i, "].uuid: must not be empty"));
+    if (!uuids.insert(uuid).second) {
+      return absl::InvalidArgumentError(absl::StrCat("node.gpus[", i, "].uuid: ", uuid, " is listed twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool SameSlot(const RankSlot& a, const std::string& job_id, int64_t generation, int32_t rank) {
+  return a.job_id == job_id && a.generation == generation && a.global_rank == rank;
+}
+
+}  // namespace
+
+NodeRegistry::NodeRegistry(const Clock* clock, Store* store, NodeRegistryOptions options)
+    : clock_(clock),
+      store_(store),
+      options_(options),
+      next_session_(absl::ToUnixMicros(clock->Now())) {}
+
+absl::Status NodeRegistry::Recover() {
+  ASSIGN_OR_RETURN(std::vector<v1::NodeInfo> stored, store_->LoadNodes());
+  std::lock_guard<std::mutex> lock(mu_);
+  const absl::Time expiry = clock_->Now() + std::max(lease_duration(), options_.recovery_grace);
+  for (v1::NodeInfo& info : stored) {
+    Node node;
+    node.info = std::move(info);
+    node.lease_expiry = expiry;
+    node.session_id = 0;  // no session survives a restart
+    nodes_[node.info.node_id()] = std::move(node);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node) {
+  RETURN_IF_ERROR(ValidateNode(node));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string node_id = node.node_id();
+  if (node_id.empty() || nodes_.count(node_id) == 0) {
+    // A worker that lost its id: the node with the same hostname and address.
+    for (const auto& [id, existing] : nodes_) {
+      if (existing.info.hostname() == node.hostname() && existing.info.address() == node.address()) {
+        node_id = id;
+        break;
+      }
+    }
+  }
+  const absl::Time now = clock_->Now();
+  auto it = nodes_.find(node_id);
+  Node updated = it != nodes_.end() ? it->second : Node{};
+  v1::NodeState state = v1::NODE_STATE_READY;
+  if (it != nodes_.end() && it->second.info.state() == v1::NODE_STATE_DRAINING) state = v1::NODE_STATE_DRAINING;
+  v1::NodeInfo& info = updated.info;
+  info.set_node_id(it != nodes_.end() ? node_id : "");
+  info.set_hostname(node.hostname());
+  info.set_address(node.address());
+  *info.mutable_gpus() = node.gpus();
+  info.set_cpu_slots(node.cpu_slots());
+  *info.mutable_labels() = node.labels();
+  info.set_worker_version(node.worker_version());
+  info.set_state(state);
+  *info.mutable_register_time() = ToProtoTime(now);
+  ASSIGN_OR_RETURN(std::string stored_id, store_->PutNode(info));
+  info.set_node_id(stored_id);
+  updated.session_id = ++next_session_;
+  updated.lease_expiry = now + lease_duration();
+  nodes_[stored_id] = updated;
+  return NodeRegistration{stored_id, updated.session_id, lease_duration(), options_.heartbeat_interval,
+                          updated.lease_expiry};
+}
+
+absl::Status NodeRegistry::CheckSession(const std::string& node_id, int64_t session_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CheckSessionLocked(node_id, session_id);
+}
+
+absl::Status NodeRegistry::CheckSessionLocked(const std::string& node_id, int64_t session_id) const {
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
+  if (it->second.info.state() == v1::NODE_STATE_LOST) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", node_id, " is LOST; register again"));
+  }
+  if (it->second.session_id != session_id) {
+    return absl::FailedPreconditionError(absl::StrCat("session ", session_id, " of node ", node_id,
+                                                      " is not current; register again"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Time> NodeRegistry::Heartbeat(const std::string& node_id, int64_t session_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(CheckSessionLocked(node_id, session_id));
+  Node& node = nodes_.at(node_id);
+  // The lease may have run out without ExpireLeases having run yet: a
+  // heartbeat in time for the session still renews it.
+  node.lease_expiry = clock_->Now() + lease_duration();
+  return node.lease_expiry;
+}
+
+std::vector<std::string> NodeRegistry::ExpireLeases() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const absl::Time now = clock_->Now();
+  std::vector<std::string> lost;
+  for (auto& [id, node] : nodes_) {
+    if (node.info.state() == v1::NODE_STATE_LOST || now < node.lease_expiry) continue;
+    node.info.set_state(v1::NODE_STATE_LOST);
+    node.session_id = 0;
+    lost.push_back(id);
+    // Best effort: the lease state in the store is informational (leases
+    // restart on recovery); the loss itself is acted on in memory.
+    if (absl::Status s = PersistLocked(node); !s.ok()) spdlog::warn("node {} lost; not stored: {}", id, s.ToString());
+  }
+  return lost;
+}
+
+absl::Status NodeRegistry::SetDraining(const std::string& node_id, bool draining) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
+  if (it->second.info.state() == v1::NODE_STATE_LOST) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", node_id, " is LOST"));
+  }
+  Node updated = it->second;
+  updated.info.set_state(draining ? v1::NODE_STATE_DRAINING : v1::NODE_STATE_READY);
+  RETURN_IF_ERROR(PersistLocked(updated));
+  it->second = std::move(updated);
+  return absl::OkStatus();
+}
+
+absl::Status NodeRegistry::PersistLocked(const Node& node) { return store_->PutNode(node.info).status(); }
+
+v1::NodeInfo NodeRegistry::SnapshotLocked(const Node& node) const {
+  v1::NodeInfo out = node.info;
+  *out.mutable_lease_expiry() = ToProtoTime(node.lease_expiry);
+  std::map<std::pair<std::string, int64_t>, v1::NodeAllocation> allocations;
+  int used_gpus = 0, used_cpu = 0;
+  for (const RankSlot& s : node.slots) {
+    v1::NodeAllocation& a = allocations[{s.job_id, s.generation}];
+    a.set_job_id(s.job_id);
+    a.set_generation(s.generation);
+    a.add_global_ranks(s.global_rank);
+    if (!s.gpu_uuid.empty()) {
+      a.add_gpu_uuids(s.gpu_uuid);
+      ++used_gpus;
+    }
+    a.set_cpu_slots(a.cpu_slots() + s.cpu_slots);
+    used_cpu += s.cpu_slots;
+  }
+  for (auto& [key, a] : allocations) *out.add_allocations() = std::move(a);
+  out.set_free_gpus(out.gpus_size() - used_gpus);
+  out.set_free_cpu_slots(out.cpu_slots() - used_cpu);
+  return out;
+}
+
+absl::StatusOr<v1::NodeInfo> NodeRegistry::GetNode(const std::string& node_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
+  return SnapshotLocked(it->second);
+}
+
+std::vector<v1::NodeInfo> NodeRegistry::ListNodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::NodeInfo> out;
+  for (const auto& [id, node] : nodes_) out.push_back(SnapshotLocked(node));
+  std::sort(out.begin(), out.end(), [](const v1::NodeInfo& a, const v1::NodeInfo& b) {
+    return a.hostname() != b.hostname() ? a.hostname() < b.hostname() : a.node_id() < b.node_id();
+  });
+  return out;
+}
+
+std::vector<NodeCapacity> NodeRegistry::SchedulableCapacity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<NodeCapacity> out;
+  for (const auto& [id, node] : nodes_) {
+    if (node.info.state() != v1::NODE_STATE_READY) continue;
+    NodeCapacity c;
+    c.node_id = id;
+    c.hostname = node.info.hostname();
+    c.labels.insert(node.info.labels().begin(), node.info.labels().end());
+    std::set<std::string> held;
+    int32_t cpu_held = 0;
+    for (const RankSlot& s : node.slots) {
+      if (!s.gpu_uuid.empty()) held.insert(s.gpu_uuid);
+      cpu_held += s.cpu_slots;
+    }
+    std::vector<v1::GpuInfo> gpus(node.info.gpus().begin(), node.info.gpus().end());
+    std::stable_sort(gpus.begin(), gpus.end(),
+                     [](const v1::GpuInfo& a, const v1::GpuInfo& b) { return a.index() < b.index(); });
+    for (const v1::GpuInfo& g : gpus) {
+      c.gpu_uuids.push_back(g.uuid());
+      if (held.count(g.uuid()) == 0) c.free_gpu_uuids.push_back(g.uuid());
+    }
+    c.cpu_slots = node.info.cpu_slots();
+    c.free_cpu_slots = std::max(0, node.info.cpu_slots() - cpu_held);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::Status NodeRegistry::Reserve(const std::string& node_id, const std::vector<RankSlot>& slots) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
+  Node& node = it->second;
+  std::set<std::string> node_gpus;
+  for (const v1::GpuInfo& g : node.info.gpus()) node_gpus.insert(g.uuid());
+  std::map<std::string, const RankSlot*> gpu_holder;
+  int32_t cpu_held = 0, cpu_added = 0;
+  for (const RankSlot& s : node.slots) {
+    if (!s.gpu_uuid.empty()) gpu_holder[s.gpu_uuid] = &s;
+    cpu_held += s.cpu_slots;
+  }
+  std::vector<RankSlot> added;
+  for (const RankSlot& s : slots) {
+    bool already = false;
+    for (const RankSlot& held : node.slots) already |= SameSlot(held, s.job_id, s.generation, s.global_rank);
+    if (already) continue;
+    if (!s.gpu_uuid.empty()) {
+      if (node_gpus.count(s.gpu_uuid) == 0) {
+        return absl::FailedPreconditionError(absl::StrCat("node ", node_id, " has no GPU ", s.gpu_uuid));
+      }
+      auto holder = gpu_holder.find(s.gpu_uuid);
+      if (holder != gpu_holder.end()) {
+        return absl::FailedPreconditionError(absl::StrCat("GPU ", s.gpu_uuid, " of node ", node_id,
+                                                          " is held by rank ", holder->second->global_rank,
+                                                          " of job ", holder->second->job_id));
+      }
+      gpu_holder[s.gpu_uuid] = &s;
+    }
+    cpu_added += s.cpu_slots;
+    added.push_back(s);
+  }
+  if (cpu_added > 0 && cpu_held + cpu_added > node.info.cpu_slots()) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", node_id, " has ", node.info.cpu_slots(),
+                                                      " CPU slots; ", cpu_held, " are held and ", cpu_added,
+                                                      " more were asked for"));
+  }
+  node.slots.insert(node.slots.end(), added.begin(), added.end());
+  return absl::OkStatus();
+}
+
+void NodeRegistry::Release(const std::string& node_id, const std::string& job_id, int64_t generation,
+                           int32_t global_rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return;
+  std::vector<RankSlot>& slots = it->second.slots;
+  slots.erase(std::remove_if(slots.begin(), slots.end(),
+                             [&](const RankSlot& s) { return SameSlot(s, job_id, generation, global_rank); }),
+              slots.end());
+}
+
+void NodeRegistry::ReleaseGeneration(const std::string& job_id, int64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, node] : nodes_) {
+    node.slots.erase(std::remove_if(node.slots.begin(), node.slots.end(),
+                                    [&](const RankSlot& s) { return s.job_id == job_id && s.generation == generation; }),
+                     node.slots.end());
+  }
+}
+
+std::vector<RankSlot> NodeRegistry::ReleaseAllOn(const std::string& node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return {};
+  return std::exchange(it->second.slots, {});
+}
+
+std::vector<RankSlot> NodeRegistry::SlotsOn(const std::string& node_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  return it == nodes_.end() ? std::vector<RankSlot>{} : it->second.slots;
+}
+
+}  // namespace ringmaster::coordinator

@@ -1,0 +1,145 @@
+#ifndef RINGMASTER_COORDINATOR_NODE_REGISTRY_H_
+#define RINGMASTER_COORDINATOR_NODE_REGISTRY_H_
+
+// NodeRegistry: the nodes the coordinator knows, their leases, and which
+// slots (GPUs, CPU slots) the ranks of each job generation hold on them.
+//
+// Owns: per node its NodeInfo (GPUs, CPU slots, labels, address, state), its
+// lease and session, and its rank slots. Free capacity = what no rank slot
+// holds. Node registrations and state changes (READY, DRAINING, LOST) are
+// written to the Store; leases and slots are in memory (after a coordinator
+// restart every node gets a fresh lease; the JobController re-reserves the
+// slots of the generations it recovers).
+//
+// Leases: a registration or heartbeat renews the lease until now +
+// heartbeat_interval x missed_heartbeats (the coordinator's clock). A node
+// whose lease has run out is LOST at the next ExpireLeases(), which returns
+// it so that the JobController can restart what ran there; its slots stay
+// until the controller releases them. A LOST node comes back by registering
+// again (a new session).
+//
+// Thread-safe (one internal mutex; never calls out while holding it).
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/core/capacity.h"
+#include "coordinator/store/store.h"
+#include "proto/node.pb.h"
+
+namespace ringmaster::coordinator {
+
+struct NodeRegistryOptions {
+  // Workers heartbeat at least this often.
+  absl::Duration heartbeat_interval = absl::Seconds(5);
+  // A node is LOST once this many intervals pass without a heartbeat.
+  int missed_heartbeats = 3;
+  // After a coordinator restart, how long a recovered node has to register
+  // again before it is LOST (at least one lease). It covers the workers'
+  // reconnection backoff (30 s at most by default, plus gRPC's own), so that
+  // a restart alone never loses a node and restarts the jobs running there.
+  absl::Duration recovery_grace = absl::Seconds(60);
+};
+
+struct NodeRegistration {
+  std::string node_id;
+  int64_t session_id = 0;  // the Session must present it; heartbeats too
+  absl::Duration lease_duration;
+  absl::Duration heartbeat_interval;
+  absl::Time lease_expiry;
+};
+
+// One rank's hold on a node.
+struct RankSlot {
+  std::string job_id;
+  int64_t generation = 0;
+  int32_t global_rank = 0;
+  std::string gpu_uuid;   // CUDA: the GPU it holds; CPU: empty
+  int32_t cpu_slots = 0;  // CPU: slots it holds; CUDA: 0
+};
+
+class NodeRegistry {
+ public:
+  NodeRegistry(const Clock* clock, Store* store, NodeRegistryOptions options = {});
+
+  // Loads the nodes of the store. READY and DRAINING nodes get a lease from
+  // now of max(lease, recovery_grace) and no valid session (their workers
+  // register again); LOST nodes stay LOST. Call once, before anything else.
+  absl::Status Recover();
+
+  // Registers a node (first time: empty node_id) or registers it again (a
+  // new session; a LOST node becomes READY, a DRAINING node stays DRAINING).
+  // Takes hostname, address, gpus, cpu_slots, labels, worker_version from
+  // `node`. INVALID_ARGUMENT for an empty hostname, a GPU without uuid or a
+  // uuid listed twice, negative cpu_slots.
+  absl::StatusOr<NodeRegistration> Register(const v1::NodeInfo& node);
+
+  // Renews the lease; returns the new expiry. NOT_FOUND for an unknown node;
+  // FAILED_PRECONDITION when session_id is not the node's current session
+  // or the node is LOST (the worker must register again).
+  absl::StatusOr<absl::Time> Heartbeat(const std::string& node_id, int64_t session_id);
+  // OK when session_id is the node's current session and it is not LOST.
+  absl::Status CheckSession(const std::string& node_id, int64_t session_id) const;
+
+  // Marks every node whose lease has run out LOST and returns their ids
+  // (each node once per loss).
+  std::vector<std::string> ExpireLeases();
+
+  // DRAINING nodes take no new placements; running ranks continue.
+  // NOT_FOUND / FAILED_PRECONDITION (a LOST node).
+  absl::Status SetDraining(const std::string& node_id, bool draining);
+
+  // The node with its lease, allocations and free counts. NOT_FOUND.
+  absl::StatusOr<v1::NodeInfo> GetNode(const std::string& node_id) const;
+  // Every node, ordered by hostname then node id.
+  std::vector<v1::NodeInfo> ListNodes() const;
+  // READY nodes with their free capacity: the scheduler's input.
+  std::vector<NodeCapacity> SchedulableCapacity() const;
+
+  // Reserves slots for ranks on a node, all or none. FAILED_PRECONDITION if
+  // a GPU is not the node's or already held, or CPU slots would exceed the
+  // node's; NOT_FOUND for an unknown node. Reserving a slot the same rank of
+  // the same generation already holds is a no-op.
+  absl::Status Reserve(const std::string& node_id, const std::vector<RankSlot>& slots);
+  // Releases one rank's slot (no-op if not held).
+  void Release(const std::string& node_id, const std::string& job_id, int64_t generation, int32_t global_rank);
+  // Releases every slot of one generation of a job, on every node.
+  void ReleaseGeneration(const std::string& job_id, int64_t generation);
+  // Releases every slot on a node; returns what was released.
+  std::vector<RankSlot> ReleaseAllOn(const std::string& node_id);
+  // The slots held on a node (empty for an unknown node).
+  std::vector<RankSlot> SlotsOn(const std::string& node_id) const;
+
+  absl::Duration lease_duration() const { return options_.heartbeat_interval * options_.missed_heartbeats; }
+
+ private:
+  struct Node {
+    v1::NodeInfo info;  // as registered; state, lease_expiry kept current
+    int64_t session_id = 0;
+    absl::Time lease_expiry;
+    std::vector<RankSlot> slots;
+  };
+
+  v1::NodeInfo SnapshotLocked(const Node& node) const;
+  absl::Status CheckSessionLocked(const std::string& node_id, int64_t session_id) const;
+  absl::Status PersistLocked(const Node& node);
+
+  const Clock* clock_;
+  Store* store_;
+  const NodeRegistryOptions options_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, Node> nodes_;  // by node_id
+  int64_t next_session_;               // unique across coordinator restarts (seeded from the clock)
+};
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_NODE_REGISTRY_H_

@@ -1,0 +1,260 @@
+#include "coordinator/core/node_registry.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coordinator/testing/test_util.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+using testing::MakeNode;
+
+class NodeRegistryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = testing::NewTempDir("registry") + "/rm.db";
+    store_ = *Store::Open({path_});
+    registry_ = std::make_unique<NodeRegistry>(&clock_, store_.get(), NodeRegistryOptions{absl::Seconds(5), 3});
+  }
+
+  NodeRegistration MustRegister(const v1::NodeInfo& node) {
+    absl::StatusOr<NodeRegistration> r = registry_->Register(node);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : NodeRegistration{};
+  }
+
+  FakeClock clock_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<NodeRegistry> registry_;
+};
+
+TEST_F(NodeRegistryTest, RegisterAssignsIdSessionAndLease) {
+  NodeRegistration r = MustRegister(MakeNode("host-a", 8, 64));
+  EXPECT_EQ(r.node_id, "n-1");
+  EXPECT_GT(r.session_id, 0);
+  EXPECT_EQ(r.lease_duration, absl::Seconds(15));
+  EXPECT_EQ(r.heartbeat_interval, absl::Seconds(5));
+  EXPECT_EQ(r.lease_expiry, clock_.Now() + absl::Seconds(15));
+  v1::NodeInfo info = *registry_->GetNode("n-1");
+  EXPECT_EQ(info.state(), v1::NODE_STATE_READY);
+  EXPECT_EQ(info.free_gpus(), 8);
+  EXPECT_EQ(info.free_cpu_slots(), 64);
+
+  // Registering again (the worker presents its id) keeps the id, opens a new
+  // session and retires the old one.
+  v1::NodeInfo again = MakeNode("host-a", 8, 64);
+  again.set_node_id("n-1");
+  NodeRegistration r2 = MustRegister(again);
+  EXPECT_EQ(r2.node_id, "n-1");
+  EXPECT_NE(r2.session_id, r.session_id);
+  EXPECT_EQ(registry_->Heartbeat("n-1", r.session_id).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(registry_->Heartbeat("n-1", r2.session_id).ok());
+}
+
+TEST_F(NodeRegistryTest, WorkerThatLostItsIdGetsItsNodeBack) {
+  MustRegister(MakeNode("host-a", 1));
+  MustRegister(MakeNode("host-b", 1));
+  EXPECT_EQ(MustRegister(MakeNode("host-b", 1)).node_id, "n-2");
+  EXPECT_EQ(registry_->ListNodes().size(), 2u);
+}
+
+TEST_F(NodeRegistryTest, InvalidNodesAreRejectedNamingTheField) {
+  struct Case {
+    v1::NodeInfo node;
+    std::string message;
+  };
+  v1::NodeInfo no_host = MakeNode("", 1);
+  v1::NodeInfo dup = MakeNode("h", 2);
+  dup.mutable_gpus(1)->set_uuid(dup.gpus(0).uuid());
+  v1::NodeInfo empty_uuid = MakeNode("h", 1);
+  empty_uuid.mutable_gpus(0)->clear_uuid();
+  v1::NodeInfo negative = MakeNode("h", 0, -1);
+  const std::vector<Case> cases = {
+      {no_host, "node.hostname: must not be empty"},
+      {dup, "node.gpus[1].uuid: h-gpu0 is listed twice"},
+      {empty_uuid, "node.gpus[0].uuid: must not be empty"},
+      {negative, "node.cpu_slots: must be >= 0, got -1"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<NodeRegistration> r = registry_->Register(c.node);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(), c.message);
+  }
+}
+
+TEST_F(NodeRegistryTest, HeartbeatsKeepTheLeaseThreeMissedLoseTheNode) {
+  NodeRegistration r = MustRegister(MakeNode("host-a", 8));
+  // A minute of heartbeats every 5 s: never lost.
+  for (int i = 0; i < 12; ++i) {
+    clock_.Advance(absl::Seconds(5));
+    absl::StatusOr<absl::Time> expiry = registry_->Heartbeat(r.node_id, r.session_id);
+    ASSERT_TRUE(expiry.ok());
+    EXPECT_EQ(*expiry, clock_.Now() + absl::Seconds(15));
+    EXPECT_TRUE(registry_->ExpireLeases().empty());
+  }
+  // Then silence: fine just before the third missed interval ends...
+  clock_.Advance(absl::Seconds(15) - absl::Milliseconds(1));
+  EXPECT_TRUE(registry_->ExpireLeases().empty());
+  EXPECT_EQ(registry_->GetNode(r.node_id)->state(), v1::NODE_STATE_READY);
+  // ...LOST when it ends, reported once.
+  clock_.Advance(absl::Milliseconds(1));
+  EXPECT_EQ(registry_->ExpireLeases(), std::vector<std::string>{r.node_id});
+  EXPECT_TRUE(registry_->ExpireLeases().empty());
+  EXPECT_EQ(registry_->GetNode(r.node_id)->state(), v1::NODE_STATE_LOST);
+  EXPECT_TRUE(registry_->SchedulableCapacity().empty());
+  absl::StatusOr<absl::Time> late = registry_->Heartbeat(r.node_id, r.session_id);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(late.status().message(), "node n-1 is LOST; register again");
+  // Registering again brings it back.
+  v1::NodeInfo again = MakeNode("host-a", 8);
+  again.set_node_id(r.node_id);
+  NodeRegistration r2 = MustRegister(again);
+  EXPECT_EQ(registry_->GetNode(r.node_id)->state(), v1::NODE_STATE_READY);
+  EXPECT_TRUE(registry_->Heartbeat(r.node_id, r2.session_id).ok());
+}
+
+TEST_F(NodeRegistryTest, UnknownNodeIsNotFound) {
+  EXPECT_EQ(registry_->Heartbeat("n-9", 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry_->GetNode("n-9").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry_->SetDraining("n-9", true).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry_->Reserve("n-9", {}).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(NodeRegistryTest, FreeCapacityIsWhatNoRankHolds) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 4, 16));
+  ASSERT_TRUE(registry_->Reserve(a.node_id, {{"j-1", 1, 0, "host-a-gpu0", 0}, {"j-1", 1, 1, "host-a-gpu1", 0}}).ok());
+  ASSERT_TRUE(registry_->Reserve(a.node_id, {{"j-2", 1, 0, "", 6}}).ok());
+  std::vector<NodeCapacity> cap = registry_->SchedulableCapacity();
+  ASSERT_EQ(cap.size(), 1u);
+  EXPECT_EQ(cap[0].free_gpu_uuids, (std::vector<std::string>{"host-a-gpu2", "host-a-gpu3"}));
+  EXPECT_EQ(cap[0].gpu_uuids.size(), 4u);
+  EXPECT_EQ(cap[0].free_cpu_slots, 10);
+
+  v1::NodeInfo info = *registry_->GetNode(a.node_id);
+  EXPECT_EQ(info.free_gpus(), 2);
+  EXPECT_EQ(info.free_cpu_slots(), 10);
+  ASSERT_EQ(info.allocations_size(), 2);
+  EXPECT_EQ(info.allocations(0).job_id(), "j-1");
+  EXPECT_EQ(info.allocations(0).global_ranks_size(), 2);
+  EXPECT_EQ(info.allocations(0).gpu_uuids(1), "host-a-gpu1");
+  EXPECT_EQ(info.allocations(1).cpu_slots(), 6);
+
+  // A held GPU, a GPU the node lacks, too many CPU slots: refused, nothing held.
+  absl::Status s = registry_->Reserve(a.node_id, {{"j-3", 1, 0, "host-a-gpu2", 0}, {"j-3", 1, 1, "host-a-gpu1", 0}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "GPU host-a-gpu1 of node n-1 is held by rank 1 of job j-1");
+  EXPECT_EQ(registry_->Reserve(a.node_id, {{"j-3", 1, 0, "other-gpu", 0}}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry_->Reserve(a.node_id, {{"j-3", 1, 0, "", 11}}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry_->SlotsOn(a.node_id).size(), 3u);
+  // The same rank again is a no-op.
+  EXPECT_TRUE(registry_->Reserve(a.node_id, {{"j-1", 1, 0, "host-a-gpu0", 0}}).ok());
+  EXPECT_EQ(registry_->SlotsOn(a.node_id).size(), 3u);
+
+  registry_->Release(a.node_id, "j-1", 1, 0);
+  EXPECT_EQ(registry_->SchedulableCapacity()[0].free_gpu_uuids.size(), 3u);
+  registry_->ReleaseGeneration("j-1", 1);
+  EXPECT_EQ(registry_->SchedulableCapacity()[0].free_gpu_uuids.size(), 4u);
+  EXPECT_EQ(registry_->ReleaseAllOn(a.node_id).size(), 1u);
+  EXPECT_EQ(registry_->SchedulableCapacity()[0].free_cpu_slots, 16);
+}
+
+TEST_F(NodeRegistryTest, DrainingNodesTakeNoNewPlacements) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  MustRegister(MakeNode("host-b", 8));
+  ASSERT_TRUE(registry_->SetDraining(a.node_id, true).ok());
+  std::vector<NodeCapacity> cap = registry_->SchedulableCapacity();
+  ASSERT_EQ(cap.size(), 1u);
+  EXPECT_EQ(cap[0].hostname, "host-b");
+  // Heartbeats continue while draining; registering again keeps it draining.
+  EXPECT_TRUE(registry_->Heartbeat(a.node_id, a.session_id).ok());
+  v1::NodeInfo again = MakeNode("host-a", 8);
+  again.set_node_id(a.node_id);
+  MustRegister(again);
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_DRAINING);
+  ASSERT_TRUE(registry_->SetDraining(a.node_id, false).ok());
+  EXPECT_EQ(registry_->SchedulableCapacity().size(), 2u);
+}
+
+TEST_F(NodeRegistryTest, RecoverReloadsNodesWithFreshLeasesAndNoSessions) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8, 0, {{"rack", "a3"}}));
+  NodeRegistration b = MustRegister(MakeNode("host-b", 8));
+  ASSERT_TRUE(registry_->SetDraining(b.node_id, true).ok());
+  registry_.reset();
+  store_.reset();
+
+  clock_.Advance(absl::Minutes(10));
+  store_ = *Store::Open({path_});
+  // No grace beyond one lease here (RecoverGivesNodesTimeToReconnect).
+  NodeRegistry recovered(&clock_, store_.get(), NodeRegistryOptions{absl::Seconds(5), 3, absl::ZeroDuration()});
+  ASSERT_TRUE(recovered.Recover().ok());
+  std::vector<v1::NodeInfo> nodes = recovered.ListNodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].labels().at("rack"), "a3");
+  EXPECT_EQ(nodes[0].gpus_size(), 8);
+  EXPECT_EQ(nodes[0].state(), v1::NODE_STATE_READY);
+  EXPECT_EQ(nodes[1].state(), v1::NODE_STATE_DRAINING);
+  // Old sessions are gone; the lease runs from recovery.
+  EXPECT_EQ(recovered.Heartbeat(a.node_id, a.session_id).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(recovered.ExpireLeases().empty());
+  clock_.Advance(absl::Seconds(15));
+  EXPECT_EQ(recovered.ExpireLeases().size(), 2u);
+  // Session ids stay unique across restarts.
+  v1::NodeInfo again = MakeNode("host-a", 8);
+  again.set_node_id(a.node_id);
+  absl::StatusOr<NodeRegistration> r = recovered.Register(again);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->session_id, b.session_id);
+}
+
+// After a restart, workers come back only after their reconnection backoff:
+// a recovered node is not lost before the recovery grace, however short its
+// lease; once registered again, its normal lease applies.
+TEST_F(NodeRegistryTest, RecoverGivesNodesTimeToReconnect) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  NodeRegistration b = MustRegister(MakeNode("host-b", 8));
+  registry_.reset();
+  store_.reset();
+  store_ = *Store::Open({path_});
+  NodeRegistry recovered(&clock_, store_.get(), NodeRegistryOptions{absl::Seconds(1), 3, absl::Seconds(60)});
+  ASSERT_TRUE(recovered.Recover().ok());
+  clock_.Advance(absl::Seconds(59));
+  EXPECT_TRUE(recovered.ExpireLeases().empty());
+  v1::NodeInfo again = MakeNode("host-a", 8);
+  again.set_node_id(a.node_id);
+  ASSERT_TRUE(recovered.Register(again).ok());
+  clock_.Advance(absl::Seconds(1));
+  // b never came back: lost at the end of the grace.
+  EXPECT_EQ(recovered.ExpireLeases(), std::vector<std::string>{b.node_id});
+  // a's lease is 3 heartbeats from its registration again.
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_TRUE(recovered.ExpireLeases().empty());
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(recovered.ExpireLeases(), std::vector<std::string>{a.node_id});
+}
+
+TEST_F(NodeRegistryTest, ConcurrentHeartbeatsAndReservations) {
+  std::vector<NodeRegistration> regs;
+  for (int i = 0; i < 4; ++i) regs.push_back(MustRegister(MakeNode("host-" + std::to_string(i), 8, 8)));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 200; ++k) {
+        EXPECT_TRUE(registry_->Heartbeat(regs[t].node_id, regs[t].session_id).ok());
+        std::string job = "j-" + std::to_string(k);
+        EXPECT_TRUE(registry_->Reserve(regs[t].node_id, {{job, 1, 0, "", 1}}).ok());
+        registry_->SchedulableCapacity();
+        registry_->Release(regs[t].node_id, job, 1, 0);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const NodeCapacity& c : registry_->SchedulableCapacity()) EXPECT_EQ(c.free_cpu_slots, 8);
+}
+
+}  // namespace
+}  // namespace ringmaster::coordinator

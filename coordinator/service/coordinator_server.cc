@@ -1,0 +1,319 @@
+#include "coordinator/service/coordinator_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_security.h"
+#include "common/metrics_http.h"
+#include "common/status_macros.h"
+#include "coordinator/core/auth.h"
+#include "coordinator/service/auth_processor.h"
+#include "coordinator/core/checkpoint_registry.h"
+#include "coordinator/service/checkpoint_service.h"
+#include "coordinator/core/coordinator_metrics.h"
+#include "coordinator/core/executor.h"
+#include "coordinator/core/job_controller.h"
+#include "coordinator/service/job_service.h"
+#include "coordinator/core/job_watchers.h"
+#include "coordinator/store/log_store.h"
+#include "coordinator/core/node_registry.h"
+#include "coordinator/service/node_service.h"
+#include "coordinator/core/node_sessions.h"
+#include "coordinator/core/rendezvous.h"
+#include "coordinator/service/rendezvous_service.h"
+#include "coordinator/service/rpc_metrics_interceptor.h"
+#include "coordinator/store/store.h"
+#include "coordinator/core/ticker.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+
+// "host:port" / "[v6]:port" -> host, port.
+absl::Status SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), port)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", address, "\" is not host:port"));
+  }
+  *host = address.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  if (host->empty()) *host = "0.0.0.0";
+  return absl::OkStatus();
+}
+
+// Binds a throwaway socket to a numeric host:port to name the reason gRPC
+// would fail with ("Address already in use"); OK for what it cannot check.
+absl::Status CheckBindable(const std::string& address) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(address, &host, &port).ok() || port == 0) return absl::OkStatus();
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(*v4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(*v6);
+  } else {
+    return absl::OkStatus();  // a name: gRPC resolves it
+  }
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::OkStatus();
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC does
+  const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
+  const int error = errno;
+  ::close(fd);
+  if (rc == 0) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("cannot listen on ", address, ": ", std::strerror(error)));
+}
+
+}  // namespace
+
+namespace {
+
+class MicrosecondClock : public Clock {
+ public:
+  explicit MicrosecondClock(Clock* base) : base_(base) {}
+  absl::Time Now() const override { return absl::FromUnixMicros(absl::ToUnixMicros(base_->Now())); }
+  void SleepUntil(absl::Time deadline) override { base_->SleepUntil(deadline); }
+
+ private:
+  Clock* const base_;
+};
+
+}  // namespace
+
+CoordinatorServer::CoordinatorServer(const CoordinatorConfig& config, Clock* clock)
+    : config_(config), microsecond_clock_(std::make_unique<MicrosecondClock>(clock)), clock_(microsecond_clock_.get()) {}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(const CoordinatorConfig& config,
+                                                                            Clock* clock) {
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer(config, clock));
+  RETURN_IF_ERROR(server->Build());
+  RETURN_IF_ERROR(server->Serve());
+  return server;
+}
+
+absl::Status CoordinatorServer::Build() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.state_dir, ec);
+  if (ec)
+    return absl::UnavailableError(
+        absl::StrCat("cannot create the state directory ", config_.state_dir, ": ", ec.message()));
+  const std::string db = config_.state_dir + "/coordinator.db";
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open({db});
+  if (!store.ok()) {
+    return absl::Status(store.status().code(),
+                        absl::StrCat("cannot open the database ", db, ": ", store.status().message()));
+  }
+  store_ = *std::move(store);
+  RETURN_IF_ERROR(BuildSecurity());
+  nodes_ = std::make_unique<NodeRegistry>(
+      clock_, store_.get(), NodeRegistryOptions{config_.heartbeat_interval, 3, config_.node_recovery_grace});
+  RETURN_IF_ERROR(nodes_->Recover());
+  checkpoints_ = std::make_unique<CheckpointRegistry>(clock_, store_.get());
+  RETURN_IF_ERROR(checkpoints_->Recover());
+  RendezvousOptions rendezvous_options;
+  rendezvous_options.max_waiters = config_.max_rendezvous_waits;
+  rendezvous_ = std::make_unique<Rendezvous>(clock_, rendezvous_options);
+  rendezvous_->SetSecrets(secrets_.get());
+  registry_ = std::make_unique<MetricsRegistry>();
+  ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get(), clock_));
+
+  JobControllerOptions options;
+  options.rendezvous_timeout = config_.rendezvous_timeout;
+  options.stop_grace_period = config_.stop_grace_period;
+  options.checkpoint_root =
+      config_.checkpoint_root.empty() ? config_.state_dir + "/checkpoints" : config_.checkpoint_root;
+  options.allowed_checkpoint_roots = config_.checkpoint_allowed_roots;
+  options.on_schedule_pass = [metrics = metrics_.get()](absl::Duration d) { metrics->ObserveSchedulingPass(d); };
+  controller_ = std::make_unique<JobController>(clock_, store_.get(), nodes_.get(), checkpoints_.get(),
+                                                rendezvous_.get(), options);
+  rendezvous_->SetListener(controller_.get());
+
+  absl::StatusOr<std::unique_ptr<LogStore>> logs = LogStore::Open({config_.state_dir + "/logs"});
+  if (!logs.ok()) return logs.status();
+  logs_ = *std::move(logs);
+  watchers_ = std::make_unique<JobWatchers>();
+  sessions_ = std::make_unique<NodeSessions>(controller_.get(), nodes_.get());
+  controller_->AddListener(metrics_.get());
+  controller_->AddListener(watchers_.get());
+  controller_->AddListener(sessions_.get());
+  if (absl::Status s = controller_->Recover(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot recover the jobs of ", db, ": ", s.message()));
+  }
+  std::vector<v1::Job> jobs;
+  ListJobsQuery query;
+  query.page_size = 1000;
+  do {
+    ASSIGN_OR_RETURN(ListJobsPage page, controller_->ListJobs(query));
+    jobs.insert(jobs.end(), page.jobs.begin(), page.jobs.end());
+    query.page_token = page.next_page_token;
+  } while (!query.page_token.empty());
+  metrics_->Seed(jobs);
+  metrics_->SetSessionCount([sessions = sessions_.get()] { return sessions->open_sessions(); });
+  spdlog::info("recovered {} job(s) and {} node(s) from {}", jobs.size(), nodes_->ListNodes().size(), db);
+
+  work_ = std::make_unique<Executor>(ExecutorOptions{"rm-streams", config_.worker_threads, false});
+  if (config_.tick_interval > absl::ZeroDuration()) {
+    ticker_ = std::make_unique<Ticker>(config_.tick_interval, [this] { Tick(); });
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorServer::Serve() {
+  auto poke = [this] { Poke(); };
+  job_service_ =
+      std::make_unique<JobService>(controller_.get(), nodes_.get(), watchers_.get(), logs_.get(), work_.get(), poke,
+                                   StreamLogsOptions{256, 256 << 10, config_.log_follow_linger});
+  SessionOptions session_options;
+  session_options.stop_grace_period = config_.stop_grace_period;
+  node_service_ = std::make_unique<NodeService>(
+      controller_.get(), nodes_.get(), sessions_.get(), logs_.get(), work_.get(), poke,
+      [metrics = metrics_.get()](const AppendResult& r) {
+        metrics->CountLogLines(r.appended, r.duplicates, r.invalid);
+      },
+      session_options);
+  rendezvous_service_ = std::make_unique<RendezvousService>(rendezvous_.get());
+  checkpoint_service_ = std::make_unique<CheckpointService>(controller_.get());
+
+  RETURN_IF_ERROR(CheckBindable(config_.listen));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  // Another server on the port must be an error, not a second listener.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  std::shared_ptr<grpc::ServerCredentials> credentials = MakeServerCredentials(tls_.get(), config_.listen);
+  credentials->SetAuthMetadataProcessor(std::make_shared<AuthProcessor>(authenticator_.get()));
+  builder.AddListeningPort(config_.listen, credentials, &port_);
+  builder.RegisterService(job_service_.get());
+  builder.RegisterService(node_service_.get());
+  builder.RegisterService(rendezvous_service_.get());
+  builder.RegisterService(checkpoint_service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>(metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", config_.listen, ": the port is in use or the address is not local"));
+  }
+  server_->GetHealthCheckService()->SetServingStatus(true);
+
+  if (!config_.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(config_.metrics_listen, &host, &port); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("metrics address: ", s.message()));
+    }
+    metrics_http_ = std::make_unique<MetricsHttpServer>(registry_.get());
+    if (absl::Status s = metrics_http_->Start(host, port); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("cannot serve /metrics: ", s.message()));
+    }
+  }
+  if (ticker_ != nullptr) ticker_->Start();
+  spdlog::info("security: {}; {}", tls_ ? "TLS, workers' client certificates verified per call" : "no TLS (loopback only)",
+               authenticator_->authenticates_users() ? "users need a bearer token" : "users not authenticated");
+  if (!authenticator_->authenticates_users()) {
+    spdlog::warn("no --token-file: any local process may submit and cancel jobs");
+  }
+  spdlog::info("coordinator serving on {} (port {}){}", config_.listen, port_,
+               metrics_http_ ? absl::StrCat(", /metrics on ", metrics_http_->address()) : std::string());
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorServer::BuildSecurity() {
+  const std::string guide = "see docs/security.md";
+  if (!config_.tls.any() && !IsLocalListenAddress(config_.listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen ", config_.listen,
+        " is not a loopback address: serving other hosts needs TLS (--tls-ca, --tls-cert, --tls-key), a "
+        "--token-file and a --join-token-file; ", guide));
+  }
+  AuthPolicy policy;
+  if (config_.tls.any()) {
+    if (config_.token_file.empty() || config_.join_token_file.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("with TLS, --token-file and --join-token-file are required; ", guide));
+    }
+    ASSIGN_OR_RETURN(TlsMaterial tls, LoadTlsMaterial(config_.tls, /*require_identity=*/true));
+    tls_ = std::make_unique<TlsMaterial>(std::move(tls));
+    policy.client_ca_pem = tls_->ca_pem;
+  }
+  if (!config_.token_file.empty()) {
+    RETURN_IF_ERROR(CheckPrivateFile(config_.token_file, "--token-file"));
+    std::ifstream in(config_.token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSIGN_OR_RETURN(policy.users, TokenTable::Parse(text.str(), config_.token_file));
+  }
+  if (!config_.join_token_file.empty()) {
+    ASSIGN_OR_RETURN(std::string join_token, ReadSecretFile(config_.join_token_file, "--join-token-file"));
+    policy.join_token_sha256 = Sha256Hex(join_token);
+  }
+  authenticator_ = std::make_unique<Authenticator>(std::move(policy), clock_);
+  ASSIGN_OR_RETURN(secrets_, RendezvousSecrets::LoadOrCreate(config_.state_dir + "/rendezvous.key"));
+  return absl::OkStatus();
+}
+
+void CoordinatorServer::Poke() {
+  if (ticker_ != nullptr) ticker_->Poke();
+}
+
+void CoordinatorServer::Tick() {
+  controller_->Tick();
+  sessions_->CloseInvalid();
+}
+
+int CoordinatorServer::metrics_port() const { return metrics_http_ != nullptr ? metrics_http_->port() : 0; }
+
+void CoordinatorServer::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (ticker_ != nullptr) ticker_->Stop();
+  const absl::Status stopping = absl::UnavailableError("the coordinator is shutting down");
+  if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
+  // Everything that would keep a call open ends now, so that the server's
+  // shutdown does not wait for its deadline.
+  if (rendezvous_ != nullptr) rendezvous_->Shutdown();
+  if (sessions_ != nullptr) sessions_->CloseAll(stopping);
+  if (watchers_ != nullptr) watchers_->CloseAll(stopping);
+  if (node_service_ != nullptr) node_service_->CloseStreams(stopping);
+  spdlog::debug("shutdown: streams closed");
+  if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + config_.shutdown_timeout));
+  spdlog::debug("shutdown: server stopped");
+  // Tasks left (reactors finishing) run, then the threads end.
+  if (work_ != nullptr) work_->Shutdown();
+  if (metrics_http_ != nullptr) metrics_http_->Stop();
+  if (server_ != nullptr) spdlog::info("coordinator stopped");
+}
+
+}  // namespace ringmaster::coordinator

@@ -1,0 +1,126 @@
+#include "coordinator/service/job_service.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "coordinator/service/auth_processor.h"
+#include "common/grpc_status.h"
+#include "coordinator/service/watch_job_reactor.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+absl::Status RequireJobId(const std::string& job_id) {
+  return job_id.empty() ? absl::InvalidArgumentError("job_id: must not be empty") : absl::OkStatus();
+}
+
+}  // namespace
+
+JobService::JobService(JobController* controller, const NodeRegistry* nodes, JobWatchers* watchers, LogStore* logs,
+                       Executor* executor, std::function<void()> poke, StreamLogsOptions log_options)
+    : controller_(controller),
+      nodes_(nodes),
+      watchers_(watchers),
+      logs_(logs),
+      executor_(executor),
+      poke_(std::move(poke)),
+      log_options_(log_options) {}
+
+grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
+                                             v1::SubmitJobResponse* response) {
+  if (!request->has_spec()) return Reply(context, absl::InvalidArgumentError("spec: must be set"));
+  SubmitOptions options;
+  options.request_id = request->request_id();
+  options.validate_only = request->validate_only();
+  options.user = CallerOf(*context).user;  // the job's owner
+  absl::StatusOr<v1::Job> job = controller_->Submit(request->spec(), options);
+  if (!job.ok()) return Reply(context, job.status());
+  if (!job->unschedulable().empty()) {
+    response->add_warnings(absl::StrCat("no node registered now could run this job: ", job->unschedulable(),
+                                        "; it stays queued until one registers"));
+  }
+  *response->mutable_job() = *std::move(job);
+  if (!options.validate_only && poke_) poke_();
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+                                             v1::GetJobResponse* response) {
+  if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
+  absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());
+  if (!job.ok()) return Reply(context, job.status());
+  *response->mutable_job() = *std::move(job);
+  if (request->include_events()) {
+    absl::StatusOr<std::vector<v1::JobEvent>> events = controller_->GetEvents(request->job_id(), 0);
+    if (!events.ok()) return Reply(context, events.status());
+    for (v1::JobEvent& e : *events) *response->add_events() = std::move(e);
+  }
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::ListJobs(grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
+                                               v1::ListJobsResponse* response) {
+  ListJobsQuery query;
+  for (int s : request->states()) query.states.push_back(static_cast<v1::JobState>(s));
+  query.label_selector.insert(request->label_selector().begin(), request->label_selector().end());
+  query.page_size = request->page_size();
+  query.page_token = request->page_token();
+  absl::StatusOr<ListJobsPage> page = controller_->ListJobs(query);
+  if (!page.ok()) return Reply(context, page.status());
+  for (v1::Job& job : page->jobs) *response->add_jobs() = std::move(job);
+  response->set_next_page_token(page->next_page_token);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::CancelJob(grpc::CallbackServerContext* context,
+                                                const v1::CancelJobRequest* request, v1::CancelJobResponse* response) {
+  if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
+  absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());  // the owner never changes
+  if (!job.ok()) return Reply(context, job.status());
+  if (absl::Status s = AuthorizeCancel(CallerOf(*context), job->owner(), job->id()); !s.ok()) {
+    return Reply(context, s);
+  }
+  absl::StatusOr<CancelResult> result = controller_->Cancel(request->job_id(), request->reason());
+  if (!result.ok()) return Reply(context, result.status());
+  *response->mutable_job() = std::move(result->job);
+  if (poke_) poke_();  // the queue changed
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<v1::LogChunk>* JobService::StreamLogs(grpc::CallbackServerContext*,
+                                                               const v1::StreamLogsRequest* request) {
+  return new StreamLogsReactor(controller_, watchers_, logs_, executor_, *request, log_options_);
+}
+
+grpc::ServerWriteReactor<v1::WatchJobResponse>* JobService::WatchJob(grpc::CallbackServerContext*,
+                                                                     const v1::WatchJobRequest* request) {
+  return new WatchJobReactor(controller_, watchers_, executor_, *request);
+}
+
+grpc::ServerUnaryReactor* JobService::ListNodes(grpc::CallbackServerContext* context,
+                                                const v1::ListNodesRequest* request, v1::ListNodesResponse* response) {
+  for (v1::NodeInfo& node : nodes_->ListNodes()) {
+    if (request->states_size() > 0 &&
+        std::find(request->states().begin(), request->states().end(), node.state()) == request->states().end()) {
+      continue;
+    }
+    *response->add_nodes() = std::move(node);
+  }
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::ListCheckpoints(grpc::CallbackServerContext* context,
+                                                      const v1::ListCheckpointsRequest* request,
+                                                      v1::ListCheckpointsResponse* response) {
+  if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
+  absl::StatusOr<std::vector<v1::CheckpointInfo>> checkpoints =
+      controller_->ListCheckpoints(request->job_id(), request->include_incomplete());
+  if (!checkpoints.ok()) return Reply(context, checkpoints.status());
+  for (v1::CheckpointInfo& c : *checkpoints) *response->add_checkpoints() = std::move(c);
+  return Reply(context, absl::OkStatus());
+}
+
+}  // namespace ringmaster::coordinator

@@ -1,0 +1,65 @@
+#ifndef RINGMASTER_COORDINATOR_JOB_SERVICE_H_
+#define RINGMASTER_COORDINATOR_JOB_SERVICE_H_
+
+// JobService: the gRPC adapter of ringmaster.v1.JobService (what the CLI
+// calls). Converts requests to the JobController's calls and absl::Status to
+// gRPC codes one to one; owns no state.
+//
+//   Submit, GetJob, ListJobs, CancelJob, ListNodes, ListCheckpoints: unary,
+//     answered inline (the controller's calls are short; Submit's is one
+//     SQLite transaction). Submit and CancelJob poke the scheduler.
+//   WatchJob: a WatchJobReactor (watch_job_reactor.h).
+//   StreamLogs: a StreamLogsReactor (stream_logs_reactor.h).
+//
+// Thread-safe: the collaborators are; they must outlive the server.
+
+#include <functional>
+
+#include "coordinator/core/executor.h"
+#include "coordinator/core/job_controller.h"
+#include "coordinator/core/job_watchers.h"
+#include "coordinator/store/log_store.h"
+#include "coordinator/core/node_registry.h"
+#include "coordinator/service/stream_logs_reactor.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/job_service.grpc.pb.h"
+
+namespace ringmaster::coordinator {
+
+class JobService final : public v1::JobService::CallbackService {
+ public:
+  // `poke` asks for a scheduling pass soon (may be empty).
+  JobService(JobController* controller, const NodeRegistry* nodes, JobWatchers* watchers, LogStore* logs,
+             Executor* executor, std::function<void()> poke, StreamLogsOptions log_options = {});
+
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
+                                   v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+                                   v1::GetJobResponse* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
+                                      v1::CancelJobResponse* response) override;
+  grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(grpc::CallbackServerContext* context,
+                                                     const v1::StreamLogsRequest* request) override;
+  grpc::ServerWriteReactor<v1::WatchJobResponse>* WatchJob(grpc::CallbackServerContext* context,
+                                                           const v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context, const v1::ListNodesRequest* request,
+                                      v1::ListNodesResponse* response) override;
+  grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* context,
+                                            const v1::ListCheckpointsRequest* request,
+                                            v1::ListCheckpointsResponse* response) override;
+
+ private:
+  JobController* const controller_;
+  const NodeRegistry* const nodes_;
+  JobWatchers* const watchers_;
+  LogStore* const logs_;
+  Executor* const executor_;
+  const std::function<void()> poke_;
+  const StreamLogsOptions log_options_;
+};
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_JOB_SERVICE_H_
