@@ -1,8 +1,8 @@
-#ifndef RINGMASTER_COORDINATOR_JOB_CONTROLLER_H_
-#define RINGMASTER_COORDINATOR_JOB_CONTROLLER_H_
+#ifndef RINGMASTER_COORDINATOR_CORE_JOB_CONTROLLER_H_
+#define RINGMASTER_COORDINATOR_CORE_JOB_CONTROLLER_H_
 
-// JobController: the job state machine and the glue between the core
-// classes. What the gRPC services need, as plain C++ (no gRPC here):
+// JobController: the coordinator's job logic as the gRPC services need it,
+// in plain C++ (no gRPC here):
 //
 //   JobService         Submit, GetJob, GetEvents, ListJobs, Cancel,
 //                      GetRankProgress, ListCheckpoints (+ NodeRegistry for ListNodes)
@@ -11,29 +11,23 @@
 //   CheckpointService  CommitCheckpoint, LatestCheckpoint
 //   RendezvousService  the Rendezvous itself (this class is its listener)
 //
-// Owns every job's state: QUEUED -> PLACED -> STARTING -> RUNNING ->
-// (RESTARTING -> STARTING -> RUNNING)* -> SUCCEEDED | FAILED | CANCELLED
-// (job_state_machine.h has the table). Every transition is written to the
-// Store with its JobEvent (and, when placing, the placement) in one
-// transaction BEFORE it is applied in memory or announced; if the write
-// fails, nothing changed.
-//
-// Drives: the Scheduler (ScheduleNow, on Tick), the NodeRegistry (slots held
-// by each generation's ranks: reserved when placed, released rank by rank
-// as exits are reported, or all at once when a node is lost), the
-// Rendezvous (one generation at a time per job) and the CheckpointRegistry
-// (fencing commits to the current generation; resume from the latest).
+// A façade over three managers, each with its own lock and threading
+// contract (in its header), split the way Ray's GCS splits its managers:
+//   JobLifecycle    every job's state machine, timeline, restarts, fencing;
+//                   one lock per job, readers never wait for a store write
+//   Dispatcher      scheduling passes and placements
+//   NodeReconciler  registrations, lost nodes, what runs where
+// Every state transition is written to the Store with its JobEvent before it
+// is applied in memory or announced; if the write fails, nothing changed.
 //
 // Time: Tick() (call it about once a second) expires node leases, restarts
 // generations that made no progress for restart.progress_timeout_seconds,
 // lets the Rendezvous fail generations past their deadline, and schedules.
 //
-// Threading: thread-safe; one mutex guards all job state. Lock order:
-// JobController -> {NodeRegistry, CheckpointRegistry, Rendezvous} -> Store.
-// JobListener callbacks run WITH the controller's mutex held, in the order
-// the changes happened: a listener must not block and must not call back
-// into the JobController (queue the work instead). The Rendezvous reports
-// to this class without its own lock held (see rendezvous.h).
+// Threading: thread-safe; the managers' locks, never one for everything.
+// JobListener callbacks run with the changed job's lock held, in the order
+// that job's changes happened: a listener must not block and must not call
+// back into the JobController (queue the work instead).
 
 #include <cstdint>
 #include <functional>
@@ -50,148 +44,18 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/core/checkpoint_registry.h"
+#include "coordinator/core/dispatcher.h"
+#include "coordinator/core/job_lifecycle.h"
+#include "coordinator/core/job_types.h"
+#include "coordinator/core/node_reconciler.h"
 #include "coordinator/core/node_registry.h"
-#include "coordinator/core/node_strikes.h"
 #include "coordinator/core/rendezvous.h"
-#include "coordinator/core/scheduler.h"
 #include "coordinator/store/store.h"
 #include "proto/job.pb.h"
 #include "proto/job_spec.pb.h"
 #include "proto/node.pb.h"
 
 namespace ringmaster::coordinator {
-
-struct JobControllerOptions {
-  // Every rank of a generation must join its rendezvous within this time of
-  // the start orders, or the generation fails.
-  absl::Duration rendezvous_timeout = absl::Minutes(5);
-  // Between SIGTERM and SIGKILL when ranks are stopped.
-  absl::Duration stop_grace_period = absl::Seconds(30);
-  // A job's checkpoints go to <root>/<job id>/gen-<generation>, where root is
-  // checkpoint_root, or the spec's checkpoint.directory when it names one:
-  // it must then lie within checkpoint_root or one of allowed_checkpoint_roots
-  // (INVALID_ARGUMENT at submission otherwise). One job's directory is never
-  // another's.
-  std::string checkpoint_root = "/var/lib/ringmaster/checkpoints";
-  std::vector<std::string> allowed_checkpoint_roots;
-  // A node where a job failed this often within the cool-down is left out of
-  // that job's placements for the cool-down, while the job fits elsewhere.
-  NodeStrikePolicy node_strikes;
-  // Called after every scheduling pass over a non-empty queue with the time
-  // it took (injected clock), for metrics. Runs under the controller's lock:
-  // it must only record. May be empty.
-  std::function<void(absl::Duration)> on_schedule_pass;
-};
-
-// What the scheduler sees of a job (its resources).
-JobRequest RequestFor(const JobRecord& record);
-
-struct SubmitOptions {
-  std::string request_id;  // idempotency key, at most 128 characters; empty: none
-  std::string user;        // recorded with the job
-  bool validate_only = false;
-};
-
-// Start a generation's ranks on one node (NodeService StartRanks).
-struct StartOrder {
-  std::string node_id;
-  std::string job_id;
-  int64_t generation = 0;
-  v1::JobSpec spec;                         // defaults applied
-  // The generation's placement as this node needs it: every field, but
-  // only this node's ranks (a node never receives the whole placement).
-  v1::Placement placement;
-  std::vector<int32_t> global_ranks;        // this node's, contiguous
-  std::optional<v1::CheckpointInfo> resume_from;  // latest complete checkpoint
-  std::string checkpoint_dir;
-  absl::Time rendezvous_deadline;
-  std::string rendezvous_secret;  // the generation's (Rendezvous::Secret); never logged
-};
-
-// Stop a generation's ranks on one node (NodeService StopRanks).
-struct StopOrder {
-  std::string node_id;
-  std::string job_id;
-  int64_t generation = 0;
-  std::vector<int32_t> global_ranks;  // empty: all of the generation's ranks there
-  absl::Duration grace_period;
-  std::string reason;
-  bool dump_state = false;  // the generation failed: ranks dump their state first
-};
-
-// Notified of every change, with the controller's mutex held (see above).
-class JobListener {
- public:
-  virtual ~JobListener() = default;
-  // The job after a change (state, placement, message, progress,
-  // checkpoint); `events` are the timeline entries recorded with it (may be
-  // empty).
-  virtual void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) = 0;
-  virtual void OnStartRanks(const StartOrder& order) = 0;
-  virtual void OnStopRanks(const StopOrder& order) = 0;
-};
-
-// A trainer process exited (ReportRankExitRequest).
-struct RankExit {
-  std::string node_id;
-  std::string job_id;
-  int64_t generation = 0;
-  int32_t global_rank = 0;
-  int32_t exit_code = 0;   // -1 when a signal killed it
-  int32_t signal = 0;      // 0 if it exited
-  bool stopped_by_worker = false;
-  std::string stderr_tail;
-};
-
-// A rank could not resume from the committed checkpoint it was given
-// (ReportDamagedCheckpointRequest).
-struct DamagedCheckpoint {
-  std::string job_id;
-  int64_t generation = 0;  // the reporting rank's
-  int32_t rank = 0;
-  int64_t checkpoint_generation = 0;
-  int64_t checkpoint_step = 0;
-  std::string reason;
-};
-
-// A worker could not start a generation's ranks (StartRanksResult.error).
-struct StartFailure {
-  std::string node_id;
-  std::string job_id;
-  int64_t generation = 0;
-  std::string error;
-  bool unrecoverable = false;  // the node refuses the spec: no restart can help
-  std::vector<int32_t> started;  // the ranks that did start (their exits come as usual)
-};
-
-// A rank process a worker reports as alive (RegisterNodeRequest.running_ranks).
-struct RunningRank {
-  std::string job_id;
-  int64_t generation = 0;
-  int32_t global_rank = 0;
-};
-
-struct NodeRegistrationResult {
-  NodeRegistration registration;
-  std::vector<StopOrder> stop;  // running ranks whose generation is over
-};
-
-struct ListJobsQuery {
-  std::vector<v1::JobState> states;                 // empty: all
-  std::map<std::string, std::string> label_selector;  // all must match
-  int32_t page_size = 0;                            // [0, 1000]; 0: 100
-  std::string page_token;                           // from the previous page
-};
-
-struct ListJobsPage {
-  std::vector<v1::Job> jobs;  // newest submission first
-  std::string next_page_token;  // empty on the last page
-};
-
-struct CancelResult {
-  v1::Job job;
-  std::vector<StopOrder> stop;  // also announced to listeners
-};
 
 class JobController : public RendezvousListener {
  public:
@@ -220,10 +84,10 @@ class JobController : public RendezvousListener {
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::JobEvent>> GetEvents(const std::string& job_id, int64_t after_sequence) const;
   // WatchJob's start: calls `at_snapshot` with the job and its events after
-  // `after_sequence`, both read at one moment under the controller's lock,
-  // so that a JobListener subscription made inside `at_snapshot` receives
-  // exactly the changes that follow it. `at_snapshot` runs under the lock:
-  // the JobListener rules apply (record, never call back). NOT_FOUND.
+  // `after_sequence`, both read at one moment under the job's lock, so that
+  // a JobListener subscription made inside `at_snapshot` receives exactly
+  // the changes that follow it. `at_snapshot` runs under that lock: the
+  // JobListener rules apply (record, never call back). NOT_FOUND.
   absl::Status SnapshotJob(
       const std::string& job_id, int64_t after_sequence,
       const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const;
@@ -249,10 +113,11 @@ class JobController : public RendezvousListener {
   // placed there (sent when a worker's session opens; workers treat a start
   // order for ranks already running as done).
   std::vector<StartOrder> AssignmentsForNode(const std::string& node_id) const;
-  // The same, with `at_snapshot` called with the orders under the
-  // controller's lock (listener rules apply), so that a session attached
-  // inside it receives every later order after these: a stop order of a
-  // generation can never be overtaken by that generation's start order.
+  // The same, with `at_snapshot` called with the orders while every job's
+  // lock is held (listener rules apply), so that a session attached inside
+  // it receives every later order after these: a stop order of a generation
+  // can never be overtaken by that generation's start order, and no start
+  // order is lost between the snapshot and the attach.
   void AssignmentsForNode(const std::string& node_id,
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
   // Releases the rank's slot; for the current generation: all ranks exited 0
@@ -301,91 +166,12 @@ class JobController : public RendezvousListener {
   void OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) override;
 
  private:
-  struct JobEntry {
-    JobRecord record;  // as stored; record.job.placement = current generation's
-    // In memory only (re-reported after a coordinator restart):
-    std::map<int32_t, v1::StepMetrics> progress;  // current generation, by rank
-    std::set<int32_t> exited_ok;                   // current generation
-    absl::Time last_progress;                      // RUNNING: last step report
-    absl::Time rendezvous_deadline;
-    NodeStrikes strikes;  // nodes the job failed on (cool-downs)
-    // What the current generation's ranks resume from, chosen once when it
-    // is dispatched, so that every node's start order names the same
-    // checkpoint (nullopt: from scratch). Not chosen after a coordinator
-    // restart: the orders then name the latest checkpoint.
-    bool resume_chosen = false;
-    std::optional<v1::CheckpointInfo> resume_from;
-  };
-
-  // job_controller.cc
-  // INVALID_ARGUMENT naming checkpoint.directory unless it is empty or within
-  // an allowed root.
-  absl::Status CheckCheckpointRoot(const std::string& directory) const;
-  // <root>/<job id>/gen-<generation> of the job's current generation.
-  std::string CheckpointDirLocked(const v1::Job& job) const;
-  v1::Job SnapshotLocked(const JobEntry& entry) const;
-  void NotifyJobLocked(const JobEntry& entry, const std::vector<v1::JobEvent>& events);
-  void NotifyStopLocked(const std::vector<StopOrder>& orders);
-  v1::JobEvent MakeEvent(const JobEntry& entry, v1::JobEventKind kind, v1::JobState to, const std::string& reason,
-                         int32_t rank = -1, const std::string& node_id = "") const;
-  // Writes `next` with `events` (and `placement`) in one transaction, then
-  // applies it to `entry` and notifies. Every event's transition must be legal.
-  absl::Status CommitLocked(JobEntry& entry, JobRecord next, std::vector<v1::JobEvent> events,
-                            const v1::Placement* placement = nullptr);
-  JobEntry* FindLocked(const std::string& job_id);
-  const JobEntry* FindLocked(const std::string& job_id) const;
-
-  // job_controller_lifecycle.cc
-  void ScheduleLocked();
-  // Elastic jobs (restart.elastic): how many nodes to ask for now, between
-  // min_nodes and resources.nodes: fewer only while fewer schedulable nodes
-  // could hold the job at all (lost or drained ones), never because some are
-  // busy for a moment.
-  int32_t ElasticNodesLocked(const JobEntry& entry, const std::vector<NodeCapacity>& capacity,
-                             const std::set<std::string>& excluded) const;
-  // The nodes in the job's cool-down, unless it needs them to be placed at all.
-  std::set<std::string> ExcludedNodesLocked(const JobEntry& entry, const std::vector<NodeCapacity>& capacity) const;
-  absl::Status PlaceLocked(JobEntry& entry, const JobPlacement& granted);
-  void DispatchLocked(JobEntry& entry);
-  absl::Status MarkRunningLocked(JobEntry& entry, const std::string& why);
-  // One failure of a job's current generation.
-  struct GenerationFailure {
-    v1::JobEventKind kind = v1::JOB_EVENT_KIND_RANK_EXITED;
-    std::string reason;
-    int32_t rank = -1;
-    std::string node_id;    // the node it happened on (node strikes), if known
-    std::string lost_node;  // a lost node: no stop order is sent there
-    bool unrecoverable = false;  // no restart can fix it: FAILED at once
-  };
-  // A failure of the current generation: RESTARTING, or FAILED when it is
-  // unrecoverable or no restarts are left (RestartCounts says which restarts
-  // use them up). Stops the generation's ranks (except on the lost node).
-  absl::Status FailGenerationLocked(JobEntry& entry, const GenerationFailure& failure);
-  std::vector<StopOrder> StopOrdersLocked(const JobEntry& entry, const std::string& reason,
-                                          const std::string& skip_node) const;
-  void HandleLostNodesLocked();
-  void CheckProgressLocked();
-  // OK when `generation` is the job's current, active one; FAILED_PRECONDITION
-  // ("generation 2 of job j-3 is over; current is 3") otherwise.
-  absl::Status FenceLocked(const JobEntry& entry, int64_t generation) const;
-  // The start order of the job's current generation for one node, given
-  // that node's slice of the placement (PlacementSlices).
-  StartOrder StartOrderLocked(const JobEntry& entry, const std::string& node_id, v1::Placement slice) const;
-  std::vector<StartOrder> AssignmentsLocked(const std::string& node_id) const;
-
-  const Clock* clock_;
-  Store* store_;
-  NodeRegistry* nodes_;
-  CheckpointRegistry* checkpoints_;
-  Rendezvous* rendezvous_;
-  const JobControllerOptions options_;
-  std::vector<JobListener*> listeners_;
-
-  mutable std::mutex mu_;
-  std::map<std::string, JobEntry> jobs_;  // by id
-  std::set<std::string> lost_nodes_;      // lost, not yet fully handled
+  Rendezvous* const rendezvous_;
+  JobLifecycle lifecycle_;
+  NodeReconciler reconciler_;
+  Dispatcher dispatcher_;
 };
 
 }  // namespace ringmaster::coordinator
 
-#endif  // RINGMASTER_COORDINATOR_JOB_CONTROLLER_H_
+#endif  // RINGMASTER_COORDINATOR_CORE_JOB_CONTROLLER_H_

@@ -3,7 +3,7 @@
 
 // JobWatchers: hands every change of a job to the streams that watch it
 // (WatchJob, StreamLogs -f). A JobListener of the JobController: its
-// callbacks run under the controller's lock, so a JobWatcher must only
+// callbacks run under the job's lock, so a JobWatcher must only
 // record the change and return (queue the work, never call gRPC there).
 //
 // Subscribe inside JobController::SnapshotJob's callback to receive exactly

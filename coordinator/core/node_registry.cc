@@ -54,39 +54,49 @@ absl::Status NodeRegistry::Recover() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node) {
+absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold) {
   RETURN_IF_ERROR(ValidateNode(node));
-  std::lock_guard<std::mutex> lock(mu_);
-  std::string node_id = node.node_id();
-  if (node_id.empty() || nodes_.count(node_id) == 0) {
-    // A worker that lost its id: the node with the same hostname and address.
-    for (const auto& [id, existing] : nodes_) {
-      if (existing.info.hostname() == node.hostname() && existing.info.address() == node.address()) {
-        node_id = id;
-        break;
+  v1::NodeInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string node_id = node.node_id();
+    if (node_id.empty() || nodes_.count(node_id) == 0) {
+      // A worker that lost its id: the node with the same hostname and address.
+      for (const auto& [id, existing] : nodes_) {
+        if (existing.info.hostname() == node.hostname() && existing.info.address() == node.address()) {
+          node_id = id;
+          break;
+        }
       }
     }
+    auto it = nodes_.find(node_id);
+    const bool known = it != nodes_.end();
+    info.set_node_id(known ? node_id : "");
+    info.set_state(known && it->second.info.state() == v1::NODE_STATE_DRAINING ? v1::NODE_STATE_DRAINING
+                                                                               : v1::NODE_STATE_READY);
   }
-  const absl::Time now = clock_->Now();
-  auto it = nodes_.find(node_id);
-  Node updated = it != nodes_.end() ? it->second : Node{};
-  v1::NodeState state = v1::NODE_STATE_READY;
-  if (it != nodes_.end() && it->second.info.state() == v1::NODE_STATE_DRAINING) state = v1::NODE_STATE_DRAINING;
-  v1::NodeInfo& info = updated.info;
-  info.set_node_id(it != nodes_.end() ? node_id : "");
   info.set_hostname(node.hostname());
   info.set_address(node.address());
   *info.mutable_gpus() = node.gpus();
   info.set_cpu_slots(node.cpu_slots());
   *info.mutable_labels() = node.labels();
   info.set_worker_version(node.worker_version());
-  info.set_state(state);
+  const absl::Time now = clock_->Now();
   *info.mutable_register_time() = ToProtoTime(now);
+  // Durable first (a new node gets its id here), then in memory.
   ASSIGN_OR_RETURN(std::string stored_id, store_->PutNode(info));
   info.set_node_id(stored_id);
+  std::lock_guard<std::mutex> lock(mu_);
+  Node& updated = nodes_[stored_id];
+  updated.info = std::move(info);
   updated.session_id = ++next_session_;
   updated.lease_expiry = now + lease_duration();
-  nodes_[stored_id] = updated;
+  for (const RankSlot& slot : hold) {
+    if (absl::Status s = ReserveLocked(updated, stored_id, {slot}); !s.ok()) {
+      spdlog::warn("node {}: slot of rank {} of job {} (generation {}) not held: {}", stored_id, slot.global_rank,
+                   slot.job_id, slot.generation, s.ToString());
+    }
+  }
   return NodeRegistration{stored_id, updated.session_id, lease_duration(), options_.heartbeat_interval,
                           updated.lease_expiry};
 }
@@ -120,36 +130,47 @@ absl::StatusOr<absl::Time> NodeRegistry::Heartbeat(const std::string& node_id, i
 }
 
 std::vector<std::string> NodeRegistry::ExpireLeases() {
-  std::lock_guard<std::mutex> lock(mu_);
-  const absl::Time now = clock_->Now();
   std::vector<std::string> lost;
-  for (auto& [id, node] : nodes_) {
-    if (node.info.state() == v1::NODE_STATE_LOST || now < node.lease_expiry) continue;
-    node.info.set_state(v1::NODE_STATE_LOST);
-    node.session_id = 0;
-    lost.push_back(id);
-    // Best effort: the lease state in the store is informational (leases
-    // restart on recovery); the loss itself is acted on in memory.
-    if (absl::Status s = PersistLocked(node); !s.ok()) spdlog::warn("node {} lost; not stored: {}", id, s.ToString());
+  std::vector<v1::NodeInfo> to_store;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const absl::Time now = clock_->Now();
+    for (auto& [id, node] : nodes_) {
+      if (node.info.state() == v1::NODE_STATE_LOST || now < node.lease_expiry) continue;
+      node.info.set_state(v1::NODE_STATE_LOST);
+      node.session_id = 0;
+      lost.push_back(id);
+      to_store.push_back(node.info);
+    }
+  }
+  // Best effort: the lease state in the store is informational (leases
+  // restart on recovery); the loss itself is acted on in memory.
+  for (const v1::NodeInfo& info : to_store) {
+    if (absl::Status s = store_->PutNode(info).status(); !s.ok()) {
+      spdlog::warn("node {} lost; not stored: {}", info.node_id(), s.ToString());
+    }
   }
   return lost;
 }
 
 absl::Status NodeRegistry::SetDraining(const std::string& node_id, bool draining) {
+  v1::NodeInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(node_id);
+    if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
+    if (it->second.info.state() == v1::NODE_STATE_LOST) {
+      return absl::FailedPreconditionError(absl::StrCat("node ", node_id, " is LOST"));
+    }
+    info = it->second.info;
+  }
+  info.set_state(draining ? v1::NODE_STATE_DRAINING : v1::NODE_STATE_READY);
+  RETURN_IF_ERROR(store_->PutNode(info).status());
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(node_id);
-  if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
-  if (it->second.info.state() == v1::NODE_STATE_LOST) {
-    return absl::FailedPreconditionError(absl::StrCat("node ", node_id, " is LOST"));
-  }
-  Node updated = it->second;
-  updated.info.set_state(draining ? v1::NODE_STATE_DRAINING : v1::NODE_STATE_READY);
-  RETURN_IF_ERROR(PersistLocked(updated));
-  it->second = std::move(updated);
+  if (it != nodes_.end() && it->second.info.state() != v1::NODE_STATE_LOST) it->second.info.set_state(info.state());
   return absl::OkStatus();
 }
-
-absl::Status NodeRegistry::PersistLocked(const Node& node) { return store_->PutNode(node.info).status(); }
 
 v1::NodeInfo NodeRegistry::SnapshotLocked(const Node& node) const {
   v1::NodeInfo out = node.info;
@@ -224,7 +245,10 @@ absl::Status NodeRegistry::Reserve(const std::string& node_id, const std::vector
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
-  Node& node = it->second;
+  return ReserveLocked(it->second, node_id, slots);
+}
+
+absl::Status NodeRegistry::ReserveLocked(Node& node, const std::string& node_id, const std::vector<RankSlot>& slots) {
   std::set<std::string> node_gpus;
   for (const v1::GpuInfo& g : node.info.gpus()) node_gpus.insert(g.uuid());
   std::map<std::string, const RankSlot*> gpu_holder;
@@ -287,6 +311,14 @@ std::vector<RankSlot> NodeRegistry::ReleaseAllOn(const std::string& node_id) {
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return {};
   return std::exchange(it->second.slots, {});
+}
+
+bool NodeRegistry::ReleaseAllIfLost(const std::string& node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end() || it->second.info.state() != v1::NODE_STATE_LOST) return false;
+  it->second.slots.clear();
+  return true;
 }
 
 std::vector<RankSlot> NodeRegistry::SlotsOn(const std::string& node_id) const {

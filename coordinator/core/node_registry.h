@@ -78,8 +78,11 @@ class NodeRegistry {
   // new session; a LOST node becomes READY, a DRAINING node stays DRAINING).
   // Takes hostname, address, gpus, cpu_slots, labels, worker_version from
   // `node`. INVALID_ARGUMENT for an empty hostname, a GPU without uuid or a
-  // uuid listed twice, negative cpu_slots.
-  absl::StatusOr<NodeRegistration> Register(const v1::NodeInfo& node);
+  // uuid listed twice, negative cpu_slots. `hold`: slots of rank processes
+  // the worker still runs, reserved on the node in the same step, before
+  // any placement can see its capacity (a slot that conflicts is skipped and
+  // logged). The store write happens outside the registry's lock.
+  absl::StatusOr<NodeRegistration> Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold = {});
 
   // Renews the lease; returns the new expiry. NOT_FOUND for an unknown node;
   // FAILED_PRECONDITION when session_id is not the node's current session
@@ -89,7 +92,8 @@ class NodeRegistry {
   absl::Status CheckSession(const std::string& node_id, int64_t session_id) const;
 
   // Marks every node whose lease has run out LOST and returns their ids
-  // (each node once per loss).
+  // (each node once per loss). The loss is stored best effort, after the
+  // registry's lock is released.
   std::vector<std::string> ExpireLeases();
 
   // DRAINING nodes take no new placements; running ranks continue.
@@ -113,6 +117,10 @@ class NodeRegistry {
   // Releases every slot of one generation of a job, on every node.
   void ReleaseGeneration(const std::string& job_id, int64_t generation);
   // Releases every slot on a node; returns what was released.
+  // ReleaseAllOn, only while the node is LOST (atomically: a registration
+  // that brings it back either comes after, and holds its slots again, or
+  // before, and then nothing is released). False when it is not LOST.
+  bool ReleaseAllIfLost(const std::string& node_id);
   std::vector<RankSlot> ReleaseAllOn(const std::string& node_id);
   // The slots held on a node (empty for an unknown node).
   std::vector<RankSlot> SlotsOn(const std::string& node_id) const;
@@ -129,7 +137,7 @@ class NodeRegistry {
 
   v1::NodeInfo SnapshotLocked(const Node& node) const;
   absl::Status CheckSessionLocked(const std::string& node_id, int64_t session_id) const;
-  absl::Status PersistLocked(const Node& node);
+  absl::Status ReserveLocked(Node& node, const std::string& node_id, const std::vector<RankSlot>& slots);
 
   const Clock* clock_;
   Store* store_;

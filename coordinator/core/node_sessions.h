@@ -4,7 +4,7 @@
 // NodeSessions: which Session stream each node has open, and the start and
 // stop orders on their way to it. A JobListener of the JobController: start
 // and stop orders are queued to the node's session as they are announced
-// (under the controller's lock, in order).
+// (under the job's lock, in order).
 //
 //   - Attach (the session's `open`): checks the session id, then, in one
 //     step with JobController::AssignmentsForNode, makes the sink the node's

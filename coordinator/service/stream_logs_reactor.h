@@ -44,7 +44,7 @@ class StreamLogsReactor final : public grpc::ServerWriteReactor<v1::LogChunk>, p
   StreamLogsReactor(const JobController* controller, JobWatchers* watchers, LogStore* logs, Executor* executor,
                     const v1::StreamLogsRequest& request, StreamLogsOptions options);
 
-  // JobWatcher (under the controller's lock).
+  // JobWatcher (under the job's lock).
   void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) override;
   void OnClose(const absl::Status& status) override;
 

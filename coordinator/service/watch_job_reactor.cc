@@ -47,7 +47,7 @@ void WatchJobReactor::Begin() {
   absl::Status status = controller_->SnapshotJob(
       request_.job_id(), request_.after_sequence(),
       [this](const v1::Job& job, const std::vector<v1::JobEvent>& events) {
-        // Under the controller's lock: no change can slip in before the
+        // Under the job's lock: no change can slip in before the
         // subscription.
         const int64_t id = watchers_->Subscribe(job.id(), this);
         std::unique_lock<std::mutex> lock(mu_);

@@ -34,7 +34,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::WatchJobRespon
   WatchJobReactor(const JobController* controller, JobWatchers* watchers, Executor* executor,
                   const v1::WatchJobRequest& request);
 
-  // JobWatcher (under the controller's lock: record, post).
+  // JobWatcher (under the job's lock: record, post).
   void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) override;
   void OnClose(const absl::Status& status) override;
 

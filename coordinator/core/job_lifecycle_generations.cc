@@ -1,42 +1,18 @@
-// JobController: scheduling, the generations' lifecycle (start, running,
-// failure, restart, success), progress, checkpoints, time.
+// JobLifecycle: the generations' lifecycle (begin, running, failure,
+// restart, success), progress, checkpoints, time.
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/exit_codes.h"
-#include "common/status_macros.h"
-#include "coordinator/core/job_controller.h"
-#include "coordinator/core/job_state_machine.h"
 #include "common/proto_time.h"
-#include "coordinator/core/rank_layout.h"
+#include "common/status_macros.h"
+#include "coordinator/core/job_lifecycle.h"
+#include "coordinator/core/job_state_machine.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
-namespace {
-
-bool Active(v1::JobState s) {
-  return s == v1::JOB_STATE_PLACED || s == v1::JOB_STATE_STARTING || s == v1::JOB_STATE_RUNNING;
-}
-
-}  // namespace
-
-JobRequest RequestFor(const JobRecord& r) {
-  const v1::ResourceSpec& res = r.job.spec().resources();
-  JobRequest q;
-  q.job_id = r.job.id();
-  q.priority = r.job.spec().priority();
-  q.submit_seq = r.submit_seq;
-  q.nodes = res.nodes();
-  q.ranks_per_node = res.ranks_per_node();
-  q.kind = res.device() == v1::ResourceSpec::CPU ? SlotKind::kCpu : SlotKind::kGpu;
-  q.cpus_per_rank = res.cpus_per_rank();
-  q.node_selector.insert(res.node_selector().begin(), res.node_selector().end());
-  return q;
-}
-
 namespace {
 
 std::string Hostname(const v1::Placement& p, int32_t rank) {
@@ -74,112 +50,29 @@ std::string DescribeExit(const RankExit& exit, const std::string& hostname) {
 
 }  // namespace
 
-// ---- scheduling and starting ----
+// ---- beginning a generation ----
 
-int32_t JobController::ElasticNodesLocked(const JobEntry& entry, const std::vector<NodeCapacity>& capacity,
-                                          const std::set<std::string>& excluded) const {
-  const v1::JobSpec& spec = entry.record.job.spec();
-  const int32_t wanted = spec.resources().nodes();
-  if (!spec.restart().has_elastic() || spec.restart().elastic().min_nodes() >= wanted) return wanted;
-  const bool cuda = spec.resources().device() != v1::ResourceSpec::CPU;
-  const int32_t per_node =
-      cuda ? spec.resources().ranks_per_node() : spec.resources().ranks_per_node() * spec.resources().cpus_per_rank();
-  int32_t could_hold = 0;  // schedulable nodes that could hold the job's ranks when free
-  for (const NodeCapacity& n : capacity) {
-    if (excluded.count(n.node_id) > 0) continue;
-    bool selected = true;
-    for (const auto& [key, value] : spec.resources().node_selector()) {
-      auto it = n.labels.find(key);
-      selected &= it != n.labels.end() && it->second == value;
-    }
-    const int32_t total = cuda ? static_cast<int32_t>(n.gpu_uuids.size()) : n.cpu_slots;
-    if (selected && total >= per_node) ++could_hold;
-  }
-  return std::max(spec.restart().elastic().min_nodes(), std::min(wanted, could_hold));
-}
-
-std::set<std::string> JobController::ExcludedNodesLocked(const JobEntry& entry,
-                                                         const std::vector<NodeCapacity>& capacity) const {
-  std::set<std::string> excluded = entry.strikes.Excluded(clock_->Now(), options_.node_strikes);
-  const auto usable = std::count_if(capacity.begin(), capacity.end(),
-                                    [&](const NodeCapacity& n) { return excluded.count(n.node_id) == 0; });
-  if (usable < entry.record.job.spec().resources().nodes()) excluded.clear();  // it needs them
-  return excluded;
-}
-
-void JobController::ScheduleNow() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ScheduleLocked();
-}
-
-void JobController::ScheduleLocked() {
-  std::vector<JobRequest> queue;
-  for (const auto& [id, entry] : jobs_) {
-    const v1::JobState s = entry.record.job.state();
-    if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RESTARTING) queue.push_back(RequestFor(entry.record));
-  }
-  if (queue.empty()) return;
-  const absl::Time pass_start = clock_->Now();
-  const std::vector<NodeCapacity> capacity = nodes_->SchedulableCapacity();
-  for (JobRequest& q : queue) {
-    const JobEntry& entry = jobs_.at(q.job_id);
-    q.excluded_nodes = ExcludedNodesLocked(entry, capacity);
-    q.nodes = ElasticNodesLocked(entry, capacity, q.excluded_nodes);
-  }
-  ScheduleResult result = Schedule(std::move(queue), capacity);
-  for (const JobPlacement& placed : result.placed) {
-    JobEntry& entry = jobs_.at(placed.job_id);
-    if (absl::Status s = PlaceLocked(entry, placed); !s.ok()) {
-      spdlog::error("job {}: placement not applied: {}", placed.job_id, s.ToString());
-    }
-  }
-  for (const WaitingJob& waiting : result.waiting) {
-    JobEntry& entry = jobs_.at(waiting.job_id);
-    std::string message = entry.record.job.state() == v1::JOB_STATE_RESTARTING
-                              ? absl::StrCat("restart pending: ", waiting.message)
-                              : waiting.message;
-    const std::string unschedulable = waiting.feasible ? "" : waiting.message;
-    if (entry.record.job.message() == message && entry.record.job.unschedulable() == unschedulable) continue;
-    // In memory; stored with the next transition.
-    entry.record.job.set_message(std::move(message));
-    entry.record.job.set_unschedulable(unschedulable);
-    NotifyJobLocked(entry, {});
-  }
-  if (options_.on_schedule_pass) options_.on_schedule_pass(clock_->Now() - pass_start);
-}
-
-absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& granted) {
+absl::Status JobLifecycle::BeginGeneration(const std::string& job_id, int64_t after_generation,
+                                           const v1::Placement& placement, const std::string& where) {
+  std::shared_ptr<Entry> found = Find(job_id);
+  if (found == nullptr) return NotFound(job_id);
+  Entry& entry = *found;
+  std::lock_guard<std::mutex> lock(entry.mu);
   const v1::Job& job = entry.record.job;
-  const v1::JobSpec& spec = job.spec();
-  const int64_t gen = job.generation() + 1;
-  const bool cuda = spec.resources().device() != v1::ResourceSpec::CPU;
-  // Elastic: the data-parallel size follows the node count (the global batch
-  // stays; the trainer splits it over the ranks there are).
-  const int32_t data = static_cast<int32_t>(granted.nodes.size()) * spec.resources().ranks_per_node() /
-                       spec.parallelism().pipeline();
-  ASSIGN_OR_RETURN(v1::Placement placement, BuildPlacement(gen, spec.resources().ranks_per_node(), data,
-                                                           spec.parallelism().pipeline(), granted.nodes, cuda));
-  for (const NodeGrant& grant : granted.nodes) {
-    std::vector<RankSlot> slots;
-    for (const v1::RankAssignment& r : placement.ranks()) {
-      if (r.node_id() != grant.node_id) continue;
-      slots.push_back({job.id(), gen, r.global_rank(), r.gpu_uuid(), cuda ? 0 : spec.resources().cpus_per_rank()});
-    }
-    if (absl::Status s = nodes_->Reserve(grant.node_id, slots); !s.ok()) {
-      nodes_->ReleaseGeneration(job.id(), gen);
-      return s;
-    }
+  const v1::JobState state = job.state();
+  if ((state != v1::JOB_STATE_QUEUED && state != v1::JOB_STATE_RESTARTING) || job.generation() != after_generation ||
+      placement.generation() != after_generation + 1) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is no longer waiting at generation ",
+                                                      after_generation, " (", StateName(state), ", generation ",
+                                                      job.generation(), ")"));
   }
-  std::vector<std::string> hosts;
-  for (const NodeGrant& g : granted.nodes) hosts.push_back(g.hostname);
-  const std::string where = absl::StrCat(absl::StrJoin(hosts, ", "), " (", granted.nodes.size(), " x ",
-                                         spec.resources().ranks_per_node(), " ranks)",
-                                         granted.backfilled ? ", backfilled" : "");
+  const v1::JobSpec& spec = job.spec();
+  const int64_t gen = placement.generation();
   JobRecord next = entry.record;
   next.job.set_generation(gen);
   next.job.clear_unschedulable();
   v1::JobEvent event;
-  if (job.state() == v1::JOB_STATE_QUEUED) {
+  if (state == v1::JOB_STATE_QUEUED) {
     next.job.set_state(v1::JOB_STATE_PLACED);
     next.job.set_message(absl::StrCat("placed on ", where));
     event = MakeEvent(entry, v1::JOB_EVENT_KIND_PLACED, v1::JOB_STATE_PLACED, next.job.message());
@@ -197,16 +90,12 @@ absl::Status JobController::PlaceLocked(JobEntry& entry, const JobPlacement& gra
     event = MakeEvent(entry, v1::JOB_EVENT_KIND_RESTARTING, v1::JOB_STATE_STARTING, next.job.message());
   }
   event.set_generation(gen);
-  if (absl::Status s = CommitLocked(entry, std::move(next), {event}, &placement); !s.ok()) {
-    nodes_->ReleaseGeneration(job.id(), gen);
-    return s;
-  }
+  RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}, &placement));
   DispatchLocked(entry);
   return absl::OkStatus();
 }
 
-StartOrder JobController::StartOrderLocked(const JobEntry& entry, const std::string& node_id,
-                                          v1::Placement slice) const {
+StartOrder JobLifecycle::StartOrderLocked(const Entry& entry, const std::string& node_id, v1::Placement slice) const {
   const v1::Job& job = entry.record.job;
   StartOrder order;
   for (const v1::RankAssignment& r : slice.ranks()) order.global_ranks.push_back(r.global_rank());
@@ -226,16 +115,17 @@ StartOrder JobController::StartOrderLocked(const JobEntry& entry, const std::str
   // Each generation writes into its own directory: a cut-off rank of an older
   // generation (a partitioned node keeps running) can never overwrite a
   // checkpoint the current one committed. Resuming reads the recorded path.
-  order.checkpoint_dir = CheckpointDirLocked(job);
+  order.checkpoint_dir = CheckpointDir(job);
   order.rendezvous_deadline = entry.rendezvous_deadline;
   order.rendezvous_secret = rendezvous_->Secret(job.id(), job.generation());
   return order;
 }
 
-void JobController::DispatchLocked(JobEntry& entry) {
+void JobLifecycle::DispatchLocked(Entry& entry) {
   const v1::Job& job = entry.record.job;
   entry.progress.clear();
   entry.exited_ok.clear();
+  ClearProgress(job.id());
   entry.rendezvous_deadline = clock_->Now() + options_.rendezvous_timeout;
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
   entry.resume_chosen = true;
@@ -260,7 +150,7 @@ void JobController::DispatchLocked(JobEntry& entry) {
   }
 }
 
-absl::Status JobController::MarkRunningLocked(JobEntry& entry, const std::string& why) {
+absl::Status JobLifecycle::MarkRunningLocked(Entry& entry, const std::string& why) {
   const v1::JobState from = entry.record.job.state();
   if (from != v1::JOB_STATE_PLACED && from != v1::JOB_STATE_STARTING) return absl::OkStatus();
   JobRecord next = entry.record;
@@ -280,8 +170,8 @@ absl::Status JobController::MarkRunningLocked(JobEntry& entry, const std::string
 
 // ---- failure, restart, success ----
 
-std::vector<StopOrder> JobController::StopOrdersLocked(const JobEntry& entry, const std::string& reason,
-                                                       const std::string& skip_node) const {
+std::vector<StopOrder> JobLifecycle::StopOrdersLocked(const Entry& entry, const std::string& reason,
+                                                      const std::string& skip_node) const {
   std::vector<StopOrder> orders;
   const v1::Job& job = entry.record.job;
   if (job.generation() == 0) return orders;
@@ -293,9 +183,9 @@ std::vector<StopOrder> JobController::StopOrdersLocked(const JobEntry& entry, co
   return orders;
 }
 
-absl::Status JobController::FailGenerationLocked(JobEntry& entry, const GenerationFailure& failure) {
+absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFailure& failure) {
   const v1::Job& job = entry.record.job;
-  if (!Active(job.state())) return absl::OkStatus();
+  if (!ActiveState(job.state())) return absl::OkStatus();
   std::string why = failure.reason;
   const std::string blamed = !failure.lost_node.empty() ? failure.lost_node : failure.node_id;
   if ((failure.kind == v1::JOB_EVENT_KIND_RANK_EXITED || failure.kind == v1::JOB_EVENT_KIND_NODE_LOST) &&
@@ -339,13 +229,17 @@ absl::Status JobController::FailGenerationLocked(JobEntry& entry, const Generati
   return absl::OkStatus();
 }
 
-absl::Status JobController::ReportRankExit(const RankExit& exit) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status JobLifecycle::ReportRankExit(const RankExit& exit) {
+  std::shared_ptr<Entry> found = Find(exit.job_id);
+  if (found == nullptr) {
+    nodes_->Release(exit.node_id, exit.job_id, exit.generation, exit.global_rank);
+    return absl::OkStatus();
+  }
+  Entry& entry = *found;
+  std::lock_guard<std::mutex> lock(entry.mu);
   nodes_->Release(exit.node_id, exit.job_id, exit.generation, exit.global_rank);
-  JobEntry* entry = FindLocked(exit.job_id);
-  if (entry == nullptr) return absl::OkStatus();
-  const v1::Job& job = entry->record.job;
-  if (exit.generation != job.generation() || !Active(job.state())) return absl::OkStatus();  // over: ignored
+  const v1::Job& job = entry.record.job;
+  if (exit.generation != job.generation() || !ActiveState(job.state())) return absl::OkStatus();  // over: ignored
   const std::string hostname = Hostname(job.placement(), exit.global_rank);
   const bool success = exit.exit_code == 0 && exit.signal == 0 && !exit.stopped_by_worker;
   if (!success) {
@@ -354,73 +248,76 @@ absl::Status JobController::ReportRankExit(const RankExit& exit) {
     failure.rank = exit.global_rank;
     failure.node_id = exit.node_id;
     failure.unrecoverable = exit.exit_code == kExitUnrecoverable && exit.signal == 0 && !exit.stopped_by_worker;
-    return FailGenerationLocked(*entry, failure);
+    return FailGenerationLocked(entry, failure);
   }
-  entry->exited_ok.insert(exit.global_rank);
-  if (static_cast<int32_t>(entry->exited_ok.size()) < job.placement().world_size()) return absl::OkStatus();
-  JobRecord next = entry->record;
+  entry.exited_ok.insert(exit.global_rank);
+  if (static_cast<int32_t>(entry.exited_ok.size()) < job.placement().world_size()) return absl::OkStatus();
+  JobRecord next = entry.record;
   next.job.set_state(v1::JOB_STATE_SUCCEEDED);
   next.job.set_reason(ReasonCode(v1::JOB_EVENT_KIND_SUCCEEDED));
   next.job.set_message(absl::StrCat("all ", job.placement().world_size(), " ranks exited 0"));
   *next.job.mutable_end_time() = ToProtoTime(clock_->Now());
   std::vector<v1::JobEvent> events;
   if (job.state() == v1::JOB_STATE_PLACED) {
-    events.push_back(MakeEvent(*entry, v1::JOB_EVENT_KIND_STARTING, v1::JOB_STATE_STARTING, "start orders sent"));
+    events.push_back(MakeEvent(entry, v1::JOB_EVENT_KIND_STARTING, v1::JOB_STATE_STARTING, "start orders sent"));
   }
-  events.push_back(MakeEvent(*entry, v1::JOB_EVENT_KIND_SUCCEEDED, v1::JOB_STATE_SUCCEEDED, next.job.message()));
+  events.push_back(MakeEvent(entry, v1::JOB_EVENT_KIND_SUCCEEDED, v1::JOB_STATE_SUCCEEDED, next.job.message()));
   if (job.state() == v1::JOB_STATE_PLACED) events.back().set_from_state(v1::JOB_STATE_STARTING);
-  RETURN_IF_ERROR(CommitLocked(*entry, std::move(next), std::move(events)));
+  RETURN_IF_ERROR(CommitLocked(entry, std::move(next), std::move(events)));
   rendezvous_->EndGeneration(exit.job_id, exit.generation);
   return absl::OkStatus();
 }
 
-absl::Status JobController::ReportStartFailure(const StartFailure& failure) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status JobLifecycle::ReportStartFailure(const StartFailure& failure) {
+  std::shared_ptr<Entry> found = Find(failure.job_id);
+  std::unique_lock<std::mutex> lock;
+  if (found != nullptr) lock = std::unique_lock<std::mutex>(found->mu);
   // Ranks that never started report no exit: their slots go now.
   for (const RankSlot& slot : nodes_->SlotsOn(failure.node_id)) {
     if (slot.job_id != failure.job_id || slot.generation != failure.generation) continue;
     if (std::find(failure.started.begin(), failure.started.end(), slot.global_rank) != failure.started.end()) continue;
     nodes_->Release(failure.node_id, slot.job_id, slot.generation, slot.global_rank);
   }
-  JobEntry* entry = FindLocked(failure.job_id);
-  if (entry == nullptr) return absl::OkStatus();
-  const v1::Job& job = entry->record.job;
-  if (failure.generation != job.generation() || !Active(job.state())) return absl::OkStatus();
+  if (found == nullptr) return absl::OkStatus();
+  Entry& entry = *found;
+  const v1::Job& job = entry.record.job;
+  if (failure.generation != job.generation() || !ActiveState(job.state())) return absl::OkStatus();
   absl::StatusOr<v1::NodeInfo> node = nodes_->GetNode(failure.node_id);
   GenerationFailure f;
   f.reason = absl::StrCat("the worker on ", node.ok() ? node->hostname() : failure.node_id,
                           " could not start its ranks: ", failure.error);
   f.node_id = failure.node_id;
   f.unrecoverable = failure.unrecoverable;
-  return FailGenerationLocked(*entry, f);
+  return FailGenerationLocked(entry, f);
 }
 
-absl::StatusOr<bool> JobController::ReportProgress(const std::string& job_id, int64_t generation,
-                                                   int32_t global_rank, const v1::StepMetrics& metrics) {
+absl::StatusOr<bool> JobLifecycle::ReportProgress(const std::string& job_id, int64_t generation, int32_t global_rank,
+                                                  const v1::StepMetrics& metrics) {
+  std::shared_ptr<Entry> found = Find(job_id);
+  if (found == nullptr) return NotFound(job_id);
+  Entry& entry = *found;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const JobEntry* entry = FindLocked(job_id);
-    if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
-    if (generation != entry->record.job.generation() || !Active(entry->record.job.state())) return true;
+    std::lock_guard<std::mutex> lock(entry.mu);
+    if (generation != entry.record.job.generation() || !ActiveState(entry.record.job.state())) return true;
   }
-  // A rank making steps has joined; outside our lock (it may call back).
+  // A rank making steps has joined; outside the job's lock (it may call back).
   rendezvous_->CheckIn({job_id, generation, global_rank}).IgnoreError();
-  std::lock_guard<std::mutex> lock(mu_);
-  JobEntry* entry = FindLocked(job_id);
-  if (generation != entry->record.job.generation() || !Active(entry->record.job.state())) return true;
-  entry->progress[global_rank] = metrics;
-  entry->last_progress = clock_->Now();
-  if (entry->record.job.state() != v1::JOB_STATE_RUNNING) {
-    RETURN_IF_ERROR(MarkRunningLocked(*entry, absl::StrCat("rank ", global_rank, " reported step ", metrics.step())));
+  std::lock_guard<std::mutex> lock(entry.mu);
+  if (generation != entry.record.job.generation() || !ActiveState(entry.record.job.state())) return true;
+  entry.progress[global_rank] = metrics;
+  entry.last_progress = clock_->Now();
+  PublishProgress(job_id, global_rank, metrics);
+  if (entry.record.job.state() != v1::JOB_STATE_RUNNING) {
+    RETURN_IF_ERROR(MarkRunningLocked(entry, absl::StrCat("rank ", global_rank, " reported step ", metrics.step())));
   } else if (global_rank == 0) {
-    NotifyJobLocked(*entry, {});
+    NotifyJobLocked(entry, {});
   }
   return false;
 }
 
 // ---- checkpoints ----
 
-absl::Status JobController::FenceLocked(const JobEntry& entry, int64_t generation) const {
+absl::Status JobLifecycle::FenceLocked(const Entry& entry, int64_t generation) const {
   const v1::Job& job = entry.record.job;
   if (generation < job.generation()) {
     return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " of job ", job.id(),
@@ -430,98 +327,96 @@ absl::Status JobController::FenceLocked(const JobEntry& entry, int64_t generatio
     return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " of job ", job.id(),
                                                       " is not known; current is ", job.generation()));
   }
-  if (!Active(job.state())) {
+  if (!ActiveState(job.state())) {
     return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " of job ", job.id(),
                                                       " is over (the job is ", StateName(job.state()), ")"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<CommitResult> JobController::CommitCheckpoint(const ShardCommit& commit) {
-  std::lock_guard<std::mutex> lock(mu_);
-  JobEntry* entry = FindLocked(commit.job_id);
-  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", commit.job_id, " not found"));
-  RETURN_IF_ERROR(FenceLocked(*entry, commit.generation));
-  const v1::Job& job = entry->record.job;
+absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& commit) {
+  std::shared_ptr<Entry> found = Find(commit.job_id);
+  if (found == nullptr) return NotFound(commit.job_id);
+  Entry& entry = *found;
+  std::lock_guard<std::mutex> lock(entry.mu);
+  RETURN_IF_ERROR(FenceLocked(entry, commit.generation));
+  const v1::Job& job = entry.record.job;
   const int32_t stages = job.spec().parallelism().pipeline();
   if (commit.pipeline_stages != stages) {
     return absl::InvalidArgumentError(absl::StrCat("pipeline_stages: job ", job.id(), " has ", stages,
                                                    " pipeline stages, got ", commit.pipeline_stages));
   }
-  v1::JobEvent event = MakeEvent(*entry, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, job.state(),
+  v1::JobEvent event = MakeEvent(entry, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, job.state(),
                                  absl::StrCat("checkpoint at step ", commit.step, " committed: ", commit.path));
   ASSIGN_OR_RETURN(CommitResult result, checkpoints_->Commit(commit, job.spec().checkpoint().keep(), event));
-  if (result.event.has_value()) NotifyJobLocked(*entry, {*result.event});
+  if (result.event.has_value()) NotifyJobLocked(entry, {*result.event});
   return result;
 }
 
-absl::Status JobController::ReportDamagedCheckpoint(const DamagedCheckpoint& report) {
-  std::lock_guard<std::mutex> lock(mu_);
-  JobEntry* entry = FindLocked(report.job_id);
-  if (entry == nullptr) return absl::NotFoundError(absl::StrCat("job ", report.job_id, " not found"));
-  RETURN_IF_ERROR(FenceLocked(*entry, report.generation));
-  const v1::Job& job = entry->record.job;
+absl::Status JobLifecycle::ReportDamagedCheckpoint(const DamagedCheckpoint& report) {
+  std::shared_ptr<Entry> found = Find(report.job_id);
+  if (found == nullptr) return NotFound(report.job_id);
+  Entry& entry = *found;
+  std::lock_guard<std::mutex> lock(entry.mu);
+  RETURN_IF_ERROR(FenceLocked(entry, report.generation));
+  const v1::Job& job = entry.record.job;
   const std::string reason = report.reason.substr(0, 1024);
   const std::string what = absl::StrCat("checkpoint at step ", report.checkpoint_step, " (generation ",
                                         report.checkpoint_generation, ")");
-  v1::JobEvent event = MakeEvent(*entry, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED, job.state(),
+  v1::JobEvent event = MakeEvent(entry, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED, job.state(),
                                  absl::StrCat(what, " is damaged (rank ", report.rank, "): ", reason), report.rank);
   ASSIGN_OR_RETURN(bool marked, checkpoints_->MarkDamaged(report.job_id, report.checkpoint_generation,
                                                           report.checkpoint_step, reason, event));
-  if (marked) NotifyJobLocked(*entry, {});
-  const bool resumed_from_it = entry->resume_chosen && entry->resume_from.has_value() &&
-                               entry->resume_from->generation() == report.checkpoint_generation &&
-                               entry->resume_from->step() == report.checkpoint_step;
+  if (marked) NotifyJobLocked(entry, {});
+  const bool resumed_from_it = entry.resume_chosen && entry.resume_from.has_value() &&
+                               entry.resume_from->generation() == report.checkpoint_generation &&
+                               entry.resume_from->step() == report.checkpoint_step;
   if (!resumed_from_it) return absl::OkStatus();
   absl::StatusOr<v1::CheckpointInfo> next = checkpoints_->Latest(job.id());
   return FailGenerationLocked(
-      *entry, {v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED,
-               absl::StrCat("rank ", report.rank, " cannot resume from the ", what, ": ", reason, "; ",
-                            next.ok() ? absl::StrCat("the next generation resumes from step ", next->step())
-                                      : std::string("no good checkpoint is left: the next generation starts from "
-                                                    "step 0")),
-               report.rank});
+      entry, {v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED,
+              absl::StrCat("rank ", report.rank, " cannot resume from the ", what, ": ", reason, "; ",
+                           next.ok() ? absl::StrCat("the next generation resumes from step ", next->step())
+                                     : std::string("no good checkpoint is left: the next generation starts from "
+                                                   "step 0")),
+              report.rank});
 }
 
 // ---- time ----
 
-void JobController::CheckProgressLocked() {
+void JobLifecycle::CheckProgress() {
   const absl::Time now = clock_->Now();
-  for (auto& [id, entry] : jobs_) {
+  for (const std::shared_ptr<Entry>& found : AllEntries()) {
+    Entry& entry = *found;
+    std::lock_guard<std::mutex> lock(entry.mu);
     if (entry.record.job.state() != v1::JOB_STATE_RUNNING) continue;
     const int32_t seconds = entry.record.job.spec().restart().progress_timeout_seconds();
     if (seconds <= 0 || now - entry.last_progress < absl::Seconds(seconds)) continue;
     absl::Status s = FailGenerationLocked(
         entry, {v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
                 absl::StrCat("no step progress for ", absl::FormatDuration(now - entry.last_progress))});
-    if (!s.ok()) spdlog::error("job {}: progress timeout not applied: {}", id, s.ToString());
+    if (!s.ok()) spdlog::error("job {}: progress timeout not applied: {}", entry.record.job.id(), s.ToString());
   }
 }
 
-void JobController::Tick() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    HandleLostNodesLocked();
-    CheckProgressLocked();
-  }
-  rendezvous_->CheckDeadlines();  // may call OnRendezvousFailed: not under our lock
-  ScheduleNow();
-}
-
-void JobController::OnRendezvousComplete(const std::string& job_id, int64_t generation) {
-  std::lock_guard<std::mutex> lock(mu_);
-  JobEntry* entry = FindLocked(job_id);
-  if (entry == nullptr || entry->record.job.generation() != generation) return;
+void JobLifecycle::OnRendezvousComplete(const std::string& job_id, int64_t generation) {
+  std::shared_ptr<Entry> found = Find(job_id);
+  if (found == nullptr) return;
+  Entry& entry = *found;
+  std::lock_guard<std::mutex> lock(entry.mu);
+  if (entry.record.job.generation() != generation) return;
   absl::Status s = MarkRunningLocked(
-      *entry, absl::StrCat("all ", entry->record.job.placement().world_size(), " ranks joined the rendezvous"));
+      entry, absl::StrCat("all ", entry.record.job.placement().world_size(), " ranks joined the rendezvous"));
   if (!s.ok()) spdlog::error("job {}: RUNNING not stored: {}", job_id, s.ToString());
 }
 
-void JobController::OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  JobEntry* entry = FindLocked(job_id);
-  if (entry == nullptr || entry->record.job.generation() != generation) return;
-  absl::Status s = FailGenerationLocked(*entry, {v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT, reason});
+void JobLifecycle::OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) {
+  std::shared_ptr<Entry> found = Find(job_id);
+  if (found == nullptr) return;
+  Entry& entry = *found;
+  std::lock_guard<std::mutex> lock(entry.mu);
+  if (entry.record.job.generation() != generation) return;
+  absl::Status s = FailGenerationLocked(entry, {v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT, reason});
   if (!s.ok()) spdlog::error("job {}: rendezvous failure not applied: {}", job_id, s.ToString());
 }
 

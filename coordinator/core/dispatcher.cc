@@ -1,0 +1,97 @@
+#include "coordinator/core/dispatcher.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "coordinator/core/rank_layout.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::coordinator {
+
+int32_t ElasticNodes(const JobLifecycle::Waiting& job, const std::vector<NodeCapacity>& capacity) {
+  const v1::ResourceSpec& res = job.resources;
+  const int32_t wanted = res.nodes();
+  if (job.min_nodes <= 0 || job.min_nodes >= wanted) return wanted;
+  const bool cuda = res.device() != v1::ResourceSpec::CPU;
+  const int32_t per_node = cuda ? res.ranks_per_node() : res.ranks_per_node() * res.cpus_per_rank();
+  int32_t could_hold = 0;  // schedulable nodes that could hold the job's ranks when free
+  for (const NodeCapacity& n : capacity) {
+    if (job.request.excluded_nodes.count(n.node_id) > 0) continue;
+    bool selected = true;
+    for (const auto& [key, value] : res.node_selector()) {
+      auto it = n.labels.find(key);
+      selected &= it != n.labels.end() && it->second == value;
+    }
+    const int32_t total = cuda ? static_cast<int32_t>(n.gpu_uuids.size()) : n.cpu_slots;
+    if (selected && total >= per_node) ++could_hold;
+  }
+  return std::max(job.min_nodes, std::min(wanted, could_hold));
+}
+
+Dispatcher::Dispatcher(const Clock* clock, NodeRegistry* nodes, JobLifecycle* jobs,
+                       std::function<void(absl::Duration)> on_pass)
+    : clock_(clock), nodes_(nodes), jobs_(jobs), on_pass_(std::move(on_pass)) {}
+
+void Dispatcher::ScheduleNow() {
+  std::lock_guard<std::mutex> lock(pass_mu_);
+  const absl::Time pass_start = clock_->Now();
+  const std::vector<NodeCapacity> capacity = nodes_->SchedulableCapacity();
+  std::vector<JobLifecycle::Waiting> waiting = jobs_->WaitingJobs(capacity);
+  if (waiting.empty()) return;
+  std::vector<JobRequest> queue;
+  std::map<std::string, const JobLifecycle::Waiting*> by_id;
+  for (JobLifecycle::Waiting& w : waiting) {
+    w.request.nodes = ElasticNodes(w, capacity);
+    queue.push_back(w.request);
+    by_id[w.request.job_id] = &w;
+  }
+  ScheduleResult result = Schedule(std::move(queue), capacity);
+  for (const JobPlacement& placed : result.placed) {
+    if (absl::Status s = Place(*by_id.at(placed.job_id), placed); !s.ok()) {
+      spdlog::error("job {}: placement not applied: {}", placed.job_id, s.ToString());
+    }
+  }
+  for (const WaitingJob& w : result.waiting) {
+    jobs_->SetWaitingMessage(w.job_id, w.message, w.feasible ? "" : w.message);
+  }
+  if (on_pass_) on_pass_(clock_->Now() - pass_start);
+}
+
+absl::Status Dispatcher::Place(const JobLifecycle::Waiting& job, const JobPlacement& granted) {
+  const v1::ResourceSpec& res = job.resources;
+  const std::string& job_id = job.request.job_id;
+  const int64_t gen = job.generation + 1;
+  const bool cuda = res.device() != v1::ResourceSpec::CPU;
+  // Elastic: the data-parallel size follows the node count (the global batch
+  // stays; the trainer splits it over the ranks there are).
+  const int32_t data = static_cast<int32_t>(granted.nodes.size()) * res.ranks_per_node() / job.pipeline;
+  ASSIGN_OR_RETURN(v1::Placement placement,
+                   BuildPlacement(gen, res.ranks_per_node(), data, job.pipeline, granted.nodes, cuda));
+  for (const NodeGrant& grant : granted.nodes) {
+    std::vector<RankSlot> slots;
+    for (const v1::RankAssignment& r : placement.ranks()) {
+      if (r.node_id() != grant.node_id) continue;
+      slots.push_back({job_id, gen, r.global_rank(), r.gpu_uuid(), cuda ? 0 : res.cpus_per_rank()});
+    }
+    if (absl::Status s = nodes_->Reserve(grant.node_id, slots); !s.ok()) {
+      nodes_->ReleaseGeneration(job_id, gen);
+      return s;
+    }
+  }
+  std::vector<std::string> hosts;
+  for (const NodeGrant& g : granted.nodes) hosts.push_back(g.hostname);
+  const std::string where = absl::StrCat(absl::StrJoin(hosts, ", "), " (", granted.nodes.size(), " x ",
+                                         res.ranks_per_node(), " ranks)", granted.backfilled ? ", backfilled" : "");
+  if (absl::Status s = jobs_->BeginGeneration(job_id, job.generation, placement, where); !s.ok()) {
+    nodes_->ReleaseGeneration(job_id, gen);
+    if (absl::IsFailedPrecondition(s)) return absl::OkStatus();  // cancelled meanwhile: nothing to begin
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster::coordinator

@@ -1,0 +1,58 @@
+#ifndef RINGMASTER_COORDINATOR_CORE_DISPATCHER_H_
+#define RINGMASTER_COORDINATOR_CORE_DISPATCHER_H_
+
+// Dispatcher: the scheduling passes. A pass takes the nodes' free capacity
+// (NodeRegistry) and the waiting jobs (JobLifecycle), lets the Scheduler
+// decide (scheduler.h: gang, priority, backfill), and for each job placed
+// builds its placement (rank_layout.h), reserves its slots and hands it to
+// the JobLifecycle to begin the generation; a job that was cancelled in the
+// meantime gets its slots back. Jobs left waiting get the scheduler's reason
+// as their message.
+//
+// Elastic jobs (restart.elastic) ask for fewer nodes, down to min_nodes,
+// only while fewer schedulable nodes could hold the job at all (lost or
+// drained ones), never because some are busy for a moment.
+//
+// Threading: thread-safe. Passes run one at a time (`pass_mu_`, held for the
+// whole pass, its store writes included); only the ticker and tests start
+// passes, so no RPC waits for one. A pass holds at most one job's lock at a
+// time (JobLifecycle's rules).
+
+#include <functional>
+#include <mutex>
+
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/core/job_lifecycle.h"
+#include "coordinator/core/node_registry.h"
+
+namespace ringmaster::coordinator {
+
+class Dispatcher {
+ public:
+  // `on_pass`: called after every pass over a non-empty queue with the time
+  // it took (injected clock); may be empty.
+  Dispatcher(const Clock* clock, NodeRegistry* nodes, JobLifecycle* jobs,
+             std::function<void(absl::Duration)> on_pass);
+
+  // One scheduling pass over the QUEUED and RESTARTING jobs.
+  void ScheduleNow();
+
+ private:
+  // Begins one placed job's generation: placement, slots, JobLifecycle.
+  absl::Status Place(const JobLifecycle::Waiting& job, const JobPlacement& granted);
+
+  const Clock* clock_;
+  NodeRegistry* nodes_;
+  JobLifecycle* jobs_;
+  const std::function<void(absl::Duration)> on_pass_;
+  std::mutex pass_mu_;  // one pass at a time
+};
+
+// How many nodes an elastic job asks for now, between min_nodes and
+// resources.nodes (see the class comment); resources.nodes otherwise.
+int32_t ElasticNodes(const JobLifecycle::Waiting& job, const std::vector<NodeCapacity>& capacity);
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_CORE_DISPATCHER_H_

@@ -1,0 +1,362 @@
+// JobLifecycle: shared helpers, recovery and the JobService side. The
+// generations' lifecycle (start, running, failure, restart, success),
+// progress, checkpoints and time are in job_lifecycle_generations.cc; what the
+// dispatcher and the node reconciler ask of it, in job_lifecycle_nodes.cc.
+#include "coordinator/core/job_lifecycle.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/path_within.h"
+#include "common/proto_time.h"
+#include "common/spec.h"
+#include "common/status_macros.h"
+#include "coordinator/core/job_state_machine.h"
+#include "spdlog/spdlog.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+constexpr size_t kMaxRequestIdLength = 128;
+constexpr int32_t kDefaultPageSize = 100;
+constexpr int32_t kMaxPageSize = 1000;
+
+}  // namespace
+
+bool ActiveState(v1::JobState s) {
+  return s == v1::JOB_STATE_PLACED || s == v1::JOB_STATE_STARTING || s == v1::JOB_STATE_RUNNING;
+}
+
+JobLifecycle::JobLifecycle(const Clock* clock, Store* store, NodeRegistry* nodes, CheckpointRegistry* checkpoints,
+                           Rendezvous* rendezvous, const JobControllerOptions& options)
+    : clock_(clock),
+      store_(store),
+      nodes_(nodes),
+      checkpoints_(checkpoints),
+      rendezvous_(rendezvous),
+      options_(options) {}
+
+void JobLifecycle::AddListener(JobListener* listener) { listeners_.push_back(listener); }
+
+// ---- helpers ----
+
+std::shared_ptr<JobLifecycle::Entry> JobLifecycle::Find(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<JobLifecycle::Entry>> JobLifecycle::AllEntries() const {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  std::vector<std::shared_ptr<Entry>> all;
+  all.reserve(jobs_.size());
+  for (const auto& [id, entry] : jobs_) all.push_back(entry);
+  return all;
+}
+
+absl::Status JobLifecycle::NotFound(const std::string& job_id) const {
+  return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+}
+
+v1::Job JobLifecycle::SnapshotLocked(const Entry& entry) const {
+  v1::Job job = entry.record.job;
+  auto rank0 = entry.progress.find(0);
+  if (rank0 != entry.progress.end()) *job.mutable_progress() = rank0->second;
+  absl::StatusOr<v1::CheckpointInfo> latest = checkpoints_->Latest(job.id());
+  if (latest.ok()) *job.mutable_last_checkpoint() = *std::move(latest);
+  return job;
+}
+
+void JobLifecycle::PublishLocked(const Entry& entry, const v1::Job& job) {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  View& view = views_[job.id()];
+  view.submit_seq = entry.record.submit_seq;
+  view.job = job;
+}
+
+void JobLifecycle::PublishProgress(const std::string& job_id, int32_t global_rank, const v1::StepMetrics& metrics) {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  View& view = views_[job_id];
+  view.progress[global_rank] = metrics;
+  if (global_rank == 0) *view.job.mutable_progress() = metrics;
+}
+
+void JobLifecycle::ClearProgress(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  views_[job_id].progress.clear();
+}
+
+void JobLifecycle::NotifyJobLocked(const Entry& entry, const std::vector<v1::JobEvent>& events) {
+  const v1::Job job = SnapshotLocked(entry);
+  PublishLocked(entry, job);
+  for (JobListener* l : listeners_) l->OnJobChanged(job, events);
+}
+
+void JobLifecycle::NotifyStopLocked(const std::vector<StopOrder>& orders) {
+  for (const StopOrder& order : orders) {
+    for (JobListener* l : listeners_) l->OnStopRanks(order);
+  }
+}
+
+v1::JobEvent JobLifecycle::MakeEvent(const Entry& entry, v1::JobEventKind kind, v1::JobState to,
+                                     const std::string& reason, int32_t rank, const std::string& node_id) const {
+  v1::JobEvent e;
+  e.set_job_id(entry.record.job.id());
+  *e.mutable_time() = ToProtoTime(clock_->Now());
+  e.set_from_state(entry.record.job.state());
+  e.set_to_state(to);
+  e.set_kind(kind);
+  e.set_reason(reason);
+  e.set_generation(entry.record.job.generation());
+  e.set_rank(rank);
+  e.set_node_id(node_id);
+  return e;
+}
+
+absl::Status JobLifecycle::CommitLocked(Entry& entry, JobRecord next, std::vector<v1::JobEvent> events,
+                                        const v1::Placement* placement) {
+  for (const v1::JobEvent& e : events) {
+    if (e.from_state() != e.to_state()) RETURN_IF_ERROR(CheckTransition(next.job.id(), e.from_state(), e.to_state()));
+  }
+  if (placement != nullptr) *next.job.mutable_placement() = *placement;
+  ASSIGN_OR_RETURN(std::vector<v1::JobEvent> stored, store_->UpdateJob(next, std::move(events), placement));
+  entry.record = std::move(next);
+  NotifyJobLocked(entry, stored);
+  return absl::OkStatus();
+}
+
+absl::Status JobLifecycle::CheckCheckpointRoot(const std::string& directory) const {
+  if (directory.empty()) return absl::OkStatus();
+  std::vector<std::string> roots = options_.allowed_checkpoint_roots;
+  roots.push_back(options_.checkpoint_root);
+  if (PathWithinAny(directory, roots)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "checkpoint.directory: ", directory, " is not within a checkpoint root this coordinator allows (",
+      absl::StrJoin(roots, ", "),
+      "); leave it out to use the coordinator's own, or ask the operator to allow it "
+      "(ringmaster-coordinator --checkpoint-allowed-roots)"));
+}
+
+std::string JobLifecycle::CheckpointDir(const v1::Job& job) const {
+  const std::string& root =
+      job.spec().checkpoint().directory().empty() ? options_.checkpoint_root : job.spec().checkpoint().directory();
+  std::filesystem::path base = std::filesystem::path(root).lexically_normal();
+  if (!base.has_filename()) base = base.parent_path();  // "/a/b/" -> "/a/b"
+  return absl::StrCat(base.string(), "/", job.id(), "/gen-", job.generation());
+}
+
+// ---- recovery ----
+
+absl::Status JobLifecycle::Recover() {
+  ASSIGN_OR_RETURN(std::vector<JobRecord> records, store_->LoadJobs());
+  const absl::Time now = clock_->Now();
+  for (JobRecord& record : records) {
+    const std::string id = record.job.id();
+    auto entry = std::make_shared<Entry>();
+    std::lock_guard<std::mutex> entry_lock(entry->mu);
+    entry->record = std::move(record);
+    {
+      std::lock_guard<std::mutex> lock(table_mu_);
+      jobs_[id] = entry;
+    }
+    const v1::Job& job = entry->record.job;
+    const v1::JobState state = job.state();
+    entry->last_progress = now;
+    entry->rendezvous_deadline = now + options_.rendezvous_timeout;
+    if (job.generation() > 0 && !IsTerminal(state) && state != v1::JOB_STATE_QUEUED) {
+      // The ranks may still be running: their slots are held until the
+      // workers say otherwise (NodeReconciler) or report their exits.
+      std::map<std::string, std::vector<RankSlot>> by_node;
+      const bool cuda = job.spec().resources().device() != v1::ResourceSpec::CPU;
+      for (const v1::RankAssignment& r : job.placement().ranks()) {
+        by_node[r.node_id()].push_back({id, job.generation(), r.global_rank(), r.gpu_uuid(),
+                                        cuda ? 0 : job.spec().resources().cpus_per_rank()});
+      }
+      for (const auto& [node_id, slots] : by_node) {
+        if (absl::Status s = nodes_->Reserve(node_id, slots); !s.ok()) {
+          spdlog::warn("job {}: slots on {} not re-reserved: {}", id, node_id, s.ToString());
+        }
+      }
+    }
+    if (job.generation() > 0 && state == v1::JOB_STATE_RUNNING) {
+      // Past its rendezvous: it continues. Fencing keeps working.
+      rendezvous_->BeginGeneration(id, job.generation(), job.placement().world_size(), entry->rendezvous_deadline,
+                                   /*already_complete=*/true);
+      v1::JobEvent event = MakeEvent(*entry, v1::JOB_EVENT_KIND_RECOVERED, v1::JOB_STATE_RUNNING,
+                                     absl::StrCat("coordinator restarted; generation ", job.generation(), " continues"));
+      RETURN_IF_ERROR(CommitLocked(*entry, entry->record, {event}));
+    } else if (job.generation() > 0 && (state == v1::JOB_STATE_PLACED || state == v1::JOB_STATE_STARTING)) {
+      // Its rendezvous state (published NCCL ids, keys) died with the old
+      // coordinator: start the generation again.
+      RETURN_IF_ERROR(FailGenerationLocked(
+          *entry, {v1::JOB_EVENT_KIND_RECOVERED,
+                   absl::StrCat("coordinator restarted during the rendezvous of generation ", job.generation())}));
+    } else {
+      if (job.generation() > 0) rendezvous_->EndGeneration(id, job.generation());  // RESTARTING or terminal: fenced
+      PublishLocked(*entry, SnapshotLocked(*entry));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- JobService ----
+
+absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptions& options) {
+  if (options.request_id.size() > kMaxRequestIdLength) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id: must be at most ", kMaxRequestIdLength,
+                                                   " characters, got ", options.request_id.size()));
+  }
+  ApplyDefaults(&spec);
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  RETURN_IF_ERROR(CheckCheckpointRoot(spec.checkpoint().directory()));
+  if (options.validate_only) {
+    v1::Job job;
+    *job.mutable_spec() = std::move(spec);
+    return job;
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->record.job.set_state(v1::JOB_STATE_UNSPECIFIED);
+  JobRecord record;
+  record.user = options.user;
+  record.job.set_owner(options.user);
+  record.request_id = options.request_id;
+  record.job.set_state(v1::JOB_STATE_QUEUED);
+  *record.job.mutable_spec() = std::move(spec);
+  *record.job.mutable_submit_time() = ToProtoTime(clock_->Now());
+  record.job.set_message("queued");
+  v1::JobEvent submitted =
+      MakeEvent(*entry, v1::JOB_EVENT_KIND_SUBMITTED, v1::JOB_STATE_QUEUED,
+                options.user.empty() ? "submitted" : absl::StrCat("submitted by ", options.user));
+  // No lock: the job is nobody's yet. A request id used before returns its job.
+  bool created = false;
+  ASSIGN_OR_RETURN(JobRecord stored, store_->CreateJob(record, submitted, &created));
+  if (!created) {
+    // The job as readers see it now; as stored, while its first submission
+    // is still being entered.
+    absl::StatusOr<v1::Job> existing = GetJob(stored.job.id());
+    return existing.ok() ? *std::move(existing) : stored.job;
+  }
+  std::lock_guard<std::mutex> entry_lock(entry->mu);
+  entry->record = std::move(stored);
+  if (std::optional<std::string> why = Unschedulable(RequestFor(entry->record), nodes_->SchedulableCapacity())) {
+    entry->record.job.set_unschedulable(*why);
+  }
+  {
+    std::lock_guard<std::mutex> lock(table_mu_);
+    jobs_[entry->record.job.id()] = entry;
+  }
+  submitted.set_job_id(entry->record.job.id());
+  submitted.set_sequence(1);
+  NotifyJobLocked(*entry, {submitted});
+  return SnapshotLocked(*entry);
+}
+
+absl::StatusOr<v1::Job> JobLifecycle::GetJob(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  auto it = views_.find(job_id);
+  if (it == views_.end()) return NotFound(job_id);
+  return it->second.job;
+}
+
+absl::StatusOr<std::vector<v1::JobEvent>> JobLifecycle::GetEvents(const std::string& job_id,
+                                                                 int64_t after_sequence) const {
+  if (Find(job_id) == nullptr) return NotFound(job_id);
+  return store_->LoadEvents(job_id, after_sequence);
+}
+
+absl::Status JobLifecycle::SnapshotJob(
+    const std::string& job_id, int64_t after_sequence,
+    const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const {
+  std::shared_ptr<Entry> entry = Find(job_id);
+  if (entry == nullptr) return NotFound(job_id);
+  // The job's own lock: its events are written under it too, so none can
+  // slip between this read and the subscription made in at_snapshot.
+  std::lock_guard<std::mutex> lock(entry->mu);
+  ASSIGN_OR_RETURN(std::vector<v1::JobEvent> events, store_->LoadEvents(job_id, after_sequence));
+  at_snapshot(SnapshotLocked(*entry), events);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ListJobsPage> JobLifecycle::ListJobs(const ListJobsQuery& query) const {
+  if (query.page_size < 0 || query.page_size > kMaxPageSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be in [0, ", kMaxPageSize, "], got ", query.page_size));
+  }
+  int64_t before_seq = INT64_MAX;
+  if (!query.page_token.empty() && (!absl::SimpleAtoi(query.page_token, &before_seq) || before_seq < 1)) {
+    return absl::InvalidArgumentError("page_token: not a token ListJobs returned");
+  }
+  const size_t page = query.page_size == 0 ? kDefaultPageSize : static_cast<size_t>(query.page_size);
+  std::lock_guard<std::mutex> lock(table_mu_);
+  std::vector<const View*> matching;
+  for (const auto& [id, view] : views_) {
+    const v1::Job& job = view.job;
+    if (view.submit_seq >= before_seq) continue;
+    if (!query.states.empty() &&
+        std::find(query.states.begin(), query.states.end(), job.state()) == query.states.end()) {
+      continue;
+    }
+    bool labels_match = true;
+    for (const auto& [k, v] : query.label_selector) {
+      auto it = job.spec().labels().find(k);
+      labels_match &= it != job.spec().labels().end() && it->second == v;
+    }
+    if (labels_match) matching.push_back(&view);
+  }
+  std::sort(matching.begin(), matching.end(),
+            [](const View* a, const View* b) { return a->submit_seq > b->submit_seq; });
+  ListJobsPage out;
+  for (size_t i = 0; i < matching.size() && i < page; ++i) out.jobs.push_back(matching[i]->job);
+  if (matching.size() > page) out.next_page_token = absl::StrCat(matching[page - 1]->submit_seq);
+  return out;
+}
+
+absl::StatusOr<CancelResult> JobLifecycle::Cancel(const std::string& job_id, const std::string& reason) {
+  std::shared_ptr<Entry> found = Find(job_id);
+  if (found == nullptr) return NotFound(job_id);
+  Entry& entry = *found;
+  std::lock_guard<std::mutex> lock(entry.mu);
+  CancelResult result;
+  if (IsTerminal(entry.record.job.state())) {
+    result.job = SnapshotLocked(entry);
+    return result;
+  }
+  const std::string why = reason.empty() ? "cancelled" : absl::StrCat("cancelled: ", reason);
+  std::vector<StopOrder> stop = StopOrdersLocked(entry, why, "");
+  JobRecord next = entry.record;
+  next.job.set_state(v1::JOB_STATE_CANCELLED);
+  next.job.set_reason(ReasonCode(v1::JOB_EVENT_KIND_CANCELLED));
+  next.job.set_message(why);
+  *next.job.mutable_end_time() = ToProtoTime(clock_->Now());
+  RETURN_IF_ERROR(CommitLocked(entry, std::move(next),
+                               {MakeEvent(entry, v1::JOB_EVENT_KIND_CANCELLED, v1::JOB_STATE_CANCELLED, why)}));
+  rendezvous_->EndGeneration(job_id, entry.record.job.generation());
+  NotifyStopLocked(stop);
+  result.job = SnapshotLocked(entry);
+  result.stop = std::move(stop);
+  return result;
+}
+
+absl::StatusOr<std::map<int32_t, v1::StepMetrics>> JobLifecycle::GetRankProgress(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  auto it = views_.find(job_id);
+  if (it == views_.end()) return NotFound(job_id);
+  return it->second.progress;
+}
+
+absl::StatusOr<std::vector<v1::CheckpointInfo>> JobLifecycle::ListCheckpoints(const std::string& job_id,
+                                                                             bool include_incomplete) const {
+  if (Find(job_id) == nullptr) return NotFound(job_id);
+  return checkpoints_->List(job_id, include_incomplete);
+}
+
+absl::StatusOr<v1::CheckpointInfo> JobLifecycle::LatestCheckpoint(const std::string& job_id) const {
+  if (Find(job_id) == nullptr) return NotFound(job_id);
+  return checkpoints_->Latest(job_id);
+}
+
+}  // namespace ringmaster::coordinator

@@ -1,0 +1,249 @@
+#ifndef RINGMASTER_COORDINATOR_CORE_JOB_LIFECYCLE_H_
+#define RINGMASTER_COORDINATOR_CORE_JOB_LIFECYCLE_H_
+
+// JobLifecycle: the owner of every job's state machine, timeline and
+// restarts. QUEUED -> PLACED -> STARTING -> RUNNING -> (RESTARTING ->
+// STARTING -> RUNNING)* -> SUCCEEDED | FAILED | CANCELLED (job_state_machine.h
+// has the table). Every transition is written to the Store with its JobEvent
+// (and, when a generation begins, its placement) in one transaction BEFORE it
+// is applied in memory or announced; if the write fails, nothing changed.
+//
+// It decides what happens to a job; it does not choose nodes (the
+// Dispatcher does, and hands it a placement: BeginGeneration) and does not
+// talk to workers' registrations (the NodeReconciler does, and hands it what
+// it found: FailGeneration, ReconcileVanished).
+//
+// Threading. Thread-safe, with three kinds of lock:
+//  * each job has its own mutex, held for the whole of a transition of that
+//    job, its store write included, so that a job's transitions and its
+//    announcements (JobListener) happen one at a time and in order. Only
+//    calls about the same job wait for it.
+//  * `table_mu_` guards the map of jobs and the published views; it is held
+//    only to copy in memory, never during I/O or a callback.
+//  * readers (GetJob, ListJobs, GetRankProgress) read the published views
+//    and never wait for a store write.
+// Lock order: job mutexes (several only in job-id order: AssignmentsForNode)
+// -> {NodeRegistry, CheckpointRegistry, Rendezvous, listeners} -> Store;
+// table_mu_ is a leaf. JobListener callbacks run with the job's mutex held:
+// they must only enqueue, never call back. The Rendezvous calls
+// OnRendezvous* without its own lock held (see rendezvous.h).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/core/checkpoint_registry.h"
+#include "coordinator/core/job_types.h"
+#include "coordinator/core/node_registry.h"
+#include "coordinator/core/node_strikes.h"
+#include "coordinator/core/rendezvous.h"
+#include "coordinator/core/scheduler.h"
+#include "coordinator/store/store.h"
+#include "proto/job.pb.h"
+#include "proto/job_spec.pb.h"
+
+namespace ringmaster::coordinator {
+
+class JobLifecycle : public RendezvousListener {
+ public:
+  JobLifecycle(const Clock* clock, Store* store, NodeRegistry* nodes, CheckpointRegistry* checkpoints,
+               Rendezvous* rendezvous, const JobControllerOptions& options);
+
+  // Before Recover and before any traffic. Not owned; must outlive this.
+  void AddListener(JobListener* listener);
+  // Loads every job from the store (after NodeRegistry::Recover and
+  // CheckpointRegistry::Recover), before any traffic. QUEUED jobs keep their
+  // queue position; RUNNING jobs continue (their slots reserved again, a
+  // RECOVERED event); PLACED/STARTING jobs, whose rendezvous state was lost,
+  // restart their generation; terminal jobs stay as they are.
+  absl::Status Recover();
+
+  // ---- JobService (JobController documents each) ----
+  absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
+  absl::StatusOr<std::vector<v1::JobEvent>> GetEvents(const std::string& job_id, int64_t after_sequence) const;
+  absl::Status SnapshotJob(
+      const std::string& job_id, int64_t after_sequence,
+      const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const;
+  absl::StatusOr<ListJobsPage> ListJobs(const ListJobsQuery& query) const;
+  absl::StatusOr<CancelResult> Cancel(const std::string& job_id, const std::string& reason);
+  absl::StatusOr<std::map<int32_t, v1::StepMetrics>> GetRankProgress(const std::string& job_id) const;
+  absl::StatusOr<std::vector<v1::CheckpointInfo>> ListCheckpoints(const std::string& job_id,
+                                                                  bool include_incomplete) const;
+
+  // ---- what ranks report (NodeService, CheckpointService) ----
+  absl::Status ReportRankExit(const RankExit& exit);
+  absl::Status ReportStartFailure(const StartFailure& failure);
+  absl::StatusOr<bool> ReportProgress(const std::string& job_id, int64_t generation, int32_t global_rank,
+                                      const v1::StepMetrics& metrics);
+  absl::StatusOr<CommitResult> CommitCheckpoint(const ShardCommit& commit);
+  absl::StatusOr<v1::CheckpointInfo> LatestCheckpoint(const std::string& job_id) const;
+  absl::Status ReportDamagedCheckpoint(const DamagedCheckpoint& report);
+
+  // ---- for the Dispatcher ----
+
+  // A job waiting for nodes (QUEUED or RESTARTING), as the scheduler sees it.
+  struct Waiting {
+    JobRequest request;       // excluded_nodes: the nodes in its cool-down, unless it needs them
+    v1::ResourceSpec resources;
+    int32_t pipeline = 1;     // parallelism.pipeline
+    int32_t min_nodes = 0;    // restart.elastic.min_nodes; 0: not elastic
+    int64_t generation = 0;   // its current (last) generation
+  };
+  // Every waiting job, against the capacity the pass works with.
+  std::vector<Waiting> WaitingJobs(const std::vector<NodeCapacity>& capacity) const;
+  // Starts generation `placement.generation()` (= `after_generation` + 1):
+  // QUEUED -> PLACED or RESTARTING -> STARTING with the placement, then the
+  // start orders and, from PLACED, STARTING. `where` describes the nodes for
+  // the job's message. FAILED_PRECONDITION when the job is no longer waiting
+  // at `after_generation` (cancelled meanwhile): the caller releases the
+  // slots it reserved.
+  absl::Status BeginGeneration(const std::string& job_id, int64_t after_generation, const v1::Placement& placement,
+                               const std::string& where);
+  // A waiting job's message and unschedulable reason after a pass (in memory;
+  // stored with its next transition). Announced only when they change.
+  void SetWaitingMessage(const std::string& job_id, const std::string& message, const std::string& unschedulable);
+
+  // ---- for the NodeReconciler ----
+
+  // The slots of a rank process of generation `generation` of a job, as its
+  // placement assigned them (the GPU, or the CPU slots); nullopt for an
+  // unknown job, generation or rank. Reads an older generation's placement
+  // from the store, with no lock held.
+  std::optional<RankSlot> SlotOf(const std::string& job_id, int64_t generation, int32_t global_rank) const;
+  // True when the rank belongs to the job's current, active generation and
+  // is placed on `node_id`.
+  bool RunsCurrently(const std::string& job_id, int64_t generation, int32_t global_rank,
+                     const std::string& node_id) const;
+  // Slots `node_id` holds for ranks its worker no longer runs: a slot of a
+  // RUNNING current generation is released and fails that generation; one
+  // of a generation still starting stays (its start order is sent again);
+  // any other is released.
+  void ReconcileVanished(const std::string& node_id, const std::string& hostname,
+                         const std::vector<RankSlot>& vanished);
+  // Fails the current generation of every active job placed on the lost
+  // node (no stop order goes there). False if some failure could not be
+  // stored (call again).
+  bool FailJobsOnLostNode(const std::string& node_id, const std::string& why);
+  // The start orders of every current generation placed on `node_id`, with
+  // `at_snapshot` called while every job's mutex is held (listener rules
+  // apply), so a session attached inside it receives every later order
+  // after these. Waits for the transitions in flight; for session opens.
+  void AssignmentsForNode(const std::string& node_id,
+                          const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
+
+  // ---- time ----
+  // Fails RUNNING generations without step progress for
+  // restart.progress_timeout_seconds.
+  void CheckProgress();
+
+  // ---- RendezvousListener ----
+  void OnRendezvousComplete(const std::string& job_id, int64_t generation) override;
+  void OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) override;
+
+ private:
+  // One job. `mu` guards everything below it.
+  struct Entry {
+    mutable std::mutex mu;
+    JobRecord record;  // as stored; record.job.placement = current generation's
+    // In memory only (re-reported after a coordinator restart):
+    std::map<int32_t, v1::StepMetrics> progress;  // current generation, by rank
+    std::set<int32_t> exited_ok;                   // current generation
+    absl::Time last_progress;                      // RUNNING: last step report
+    absl::Time rendezvous_deadline;
+    NodeStrikes strikes;  // nodes the job failed on (cool-downs)
+    // What the current generation's ranks resume from, chosen once when it
+    // is dispatched, so that every node's start order names the same
+    // checkpoint (nullopt: from scratch). Not chosen after a coordinator
+    // restart: the orders then name the latest checkpoint.
+    bool resume_chosen = false;
+    std::optional<v1::CheckpointInfo> resume_from;
+  };
+  // What readers see of a job: published after each change of its entry.
+  struct View {
+    v1::Job job;  // with progress (rank 0's) and last_checkpoint
+    int64_t submit_seq = 0;
+    std::map<int32_t, v1::StepMetrics> progress;
+  };
+  // One failure of a job's current generation.
+  struct GenerationFailure {
+    v1::JobEventKind kind = v1::JOB_EVENT_KIND_RANK_EXITED;
+    std::string reason;
+    int32_t rank = -1;
+    std::string node_id;    // the node it happened on (node strikes), if known
+    std::string lost_node;  // a lost node: no stop order is sent there
+    bool unrecoverable = false;  // no restart can fix it: FAILED at once
+  };
+
+  std::shared_ptr<Entry> Find(const std::string& job_id) const;
+  std::vector<std::shared_ptr<Entry>> AllEntries() const;
+  absl::Status NotFound(const std::string& job_id) const;
+
+  // The rest run with entry.mu held.
+  v1::Job SnapshotLocked(const Entry& entry) const;
+  // Makes `job` (SnapshotLocked of `entry`) what readers see; the view's
+  // progress is kept by ReportProgress and DispatchLocked.
+  void PublishLocked(const Entry& entry, const v1::Job& job);
+  // The readers' copy of one rank's progress; ClearProgress: a new
+  // generation's progress starts empty.
+  void PublishProgress(const std::string& job_id, int32_t global_rank, const v1::StepMetrics& metrics);
+  void ClearProgress(const std::string& job_id);
+  void NotifyJobLocked(const Entry& entry, const std::vector<v1::JobEvent>& events);
+  void NotifyStopLocked(const std::vector<StopOrder>& orders);
+  v1::JobEvent MakeEvent(const Entry& entry, v1::JobEventKind kind, v1::JobState to, const std::string& reason,
+                         int32_t rank = -1, const std::string& node_id = "") const;
+  // Writes `next` with `events` (and `placement`) in one transaction, then
+  // applies it to `entry`, publishes and notifies. Every event's transition
+  // must be legal.
+  absl::Status CommitLocked(Entry& entry, JobRecord next, std::vector<v1::JobEvent> events,
+                            const v1::Placement* placement = nullptr);
+  // INVALID_ARGUMENT naming checkpoint.directory unless it is empty or within
+  // an allowed root.
+  absl::Status CheckCheckpointRoot(const std::string& directory) const;
+  // <root>/<job id>/gen-<generation> of the job's current generation.
+  std::string CheckpointDir(const v1::Job& job) const;
+  std::set<std::string> ExcludedNodesLocked(const Entry& entry, const std::vector<NodeCapacity>& capacity) const;
+  void DispatchLocked(Entry& entry);
+  absl::Status MarkRunningLocked(Entry& entry, const std::string& why);
+  // A failure of the current generation: RESTARTING, or FAILED when it is
+  // unrecoverable or no restarts are left (RestartCounts says which restarts
+  // use them up). Stops the generation's ranks (except on the lost node).
+  absl::Status FailGenerationLocked(Entry& entry, const GenerationFailure& failure);
+  std::vector<StopOrder> StopOrdersLocked(const Entry& entry, const std::string& reason,
+                                          const std::string& skip_node) const;
+  // OK when `generation` is the job's current, active one; FAILED_PRECONDITION
+  // ("generation 2 of job j-3 is over; current is 3") otherwise.
+  absl::Status FenceLocked(const Entry& entry, int64_t generation) const;
+  // The start order of the job's current generation for one node, given
+  // that node's slice of the placement (PlacementSlices).
+  StartOrder StartOrderLocked(const Entry& entry, const std::string& node_id, v1::Placement slice) const;
+
+  const Clock* clock_;
+  Store* store_;
+  NodeRegistry* nodes_;
+  CheckpointRegistry* checkpoints_;
+  Rendezvous* rendezvous_;
+  const JobControllerOptions options_;
+  std::vector<JobListener*> listeners_;  // set before traffic; read-only after
+
+  mutable std::mutex table_mu_;
+  std::map<std::string, std::shared_ptr<Entry>> jobs_;  // by id; guarded by table_mu_
+  std::map<std::string, View> views_;                   // by id; guarded by table_mu_
+};
+
+// Whether a job in state `s` has a generation placed (PLACED, STARTING, RUNNING).
+bool ActiveState(v1::JobState s);
+
+}  // namespace ringmaster::coordinator
+
+#endif  // RINGMASTER_COORDINATOR_CORE_JOB_LIFECYCLE_H_
