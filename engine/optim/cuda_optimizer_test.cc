@@ -220,7 +220,7 @@ TEST(DeviceLossScalerTest, SkipsHalvesAndGrowsOnTheDevice) {
   // An inf in one grad: nothing changes, the scale halves, the step is counted as skipped.
   const std::vector<std::vector<double>> before = device.Values();
   device_step(RandomGrads(host, rng, 0.1f), /*poison=*/5);
-  DeviceStepSnapshot s = (*scaler)->Snapshot();
+  StepSnapshot s = (*scaler)->Snapshot();
   EXPECT_TRUE(s.skipped);
   EXPECT_EQ(s.scaler.scale, 32768.0f);
   EXPECT_EQ(s.scaler.skipped_steps, 1);

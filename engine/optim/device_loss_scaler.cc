@@ -113,8 +113,8 @@ class CudaLossScaler final : public DeviceLossScaler {
     return absl::OkStatus();
   }
 
-  DeviceStepSnapshot Snapshot() const override {
-    DeviceStepSnapshot s;
+  StepSnapshot Snapshot() const override {
+    StepSnapshot s;
     s.scaler = {host_->loss_scale, host_->clean_steps, host_->skipped_steps};
     s.optimizer_steps = host_->optimizer_steps;
     s.skipped = host_->skip != 0;
@@ -181,11 +181,6 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaler>> DeviceLossScaler::Create(const
   auto scaler = std::make_unique<CudaLossScaler>(config, stream);
   RETURN_IF_ERROR(scaler->Init(grads));
   return std::unique_ptr<DeviceLossScaler>(std::move(scaler));
-}
-
-absl::Status DeviceLossScaler::Prologue(float max_norm) {
-  RETURN_IF_ERROR(LocalSumSquares());
-  return Decide(max_norm);
 }
 
 }  // namespace ringmaster::engine::optim

@@ -17,9 +17,4 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaler>> DeviceLossScaler::Create(const
   return absl::FailedPreconditionError("the device loss scaler needs CUDA, and this binary was built without it");
 }
 
-absl::Status DeviceLossScaler::Prologue(float max_norm) {
-  RETURN_IF_ERROR(LocalSumSquares());
-  return Decide(max_norm);
-}
-
 }  // namespace ringmaster::engine::optim

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/train/backend_factory.h"
-#include "engine/optim/grad_norm.h"
 #include "engine/train/state_dump.h"
 #include "spdlog/spdlog.h"
 
@@ -44,6 +43,7 @@ absl::Status Trainer::Init() {
     ASSIGN_OR_RETURN(scaler_, optim::LossScaler::Create(config_.loss_scaler));
   }
   RETURN_IF_ERROR(SetUpParallelism());
+  RETURN_IF_ERROR(InitStepScaler());
   if (on_device()) RETURN_IF_ERROR(InitDevice());
 
   LoaderOptions loader;
@@ -70,88 +70,6 @@ absl::Status Trainer::Init() {
                  zero_ != nullptr ? absl::StrCat(" (ZeRO-1 shard 1/", grid_->layout().data(), ")") : "");
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<float> Trainer::ForwardBackward(const Batch& batch, float loss_scale, double* comm_seconds) {
-  if (pipeline_ != nullptr) {
-    parallel::PipelineStepOptions options;
-    options.loss_scale = loss_scale;
-    options.rng_key = static_cast<uint64_t>(step_);
-    ASSIGN_OR_RETURN(parallel::PipelineStepResult result, pipeline_->Step(batch, options));
-    *comm_seconds += result.comm_seconds;
-    return result.loss;
-  }
-  // Micro-batches one after the other (gradient accumulation); micro-batch i
-  // of step k draws dropout key k * m + i, as a pipeline stage does.
-  const int m = config_.parallel.micro_batches;
-  float loss_sum = 0.0f;
-  for (int i = 0; i < m; ++i) {
-    ASSIGN_OR_RETURN(Batch micro, ToBackend(m > 1 ? MicroBatch(batch, m, i) : batch));
-    const Tensor& input = IsLanguageModel() ? micro.tokens : micro.images;
-    model_->SetRngKey(static_cast<uint64_t>(step_) * m + i);
-    ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/true));
-    ASSIGN_OR_RETURN(Tensor loss, loss_->Forward(logits, micro.targets, /*training=*/true, loss_scale / m));
-    ASSIGN_OR_RETURN(Tensor dlogits, loss_->Backward());
-    if (dp_ != nullptr) {
-      RETURN_IF_ERROR(dp_->Backward(dlogits, /*sync=*/i == m - 1).status());
-    } else {
-      RETURN_IF_ERROR(model_->Backward(dlogits).status());
-    }
-    if (on_device()) {
-      backend_->Axpy(1.0f / m, loss, device_loss_);  // read back at log intervals
-    } else {
-      loss_sum += loss.ToVector()[0];
-    }
-  }
-  return loss_sum / m;
-}
-
-absl::StatusOr<StepReport> Trainer::Step() {
-  if (on_device()) return StepOnDevice();
-  auto start = std::chrono::steady_clock::now();
-  Batch batch = train_loader_->Next();
-  StepReport report;
-  report.epoch = batch.epoch;
-  report.samples = config_.data.global_batch;
-  report.loss_scale = scaler_.scale();
-  if (IsLanguageModel()) report.tokens = config_.data.global_batch * config_.model.block_size;
-
-  SetTrainingStep(step_ + 1);
-  ScopedTrainingPhase phase("forward/backward");
-  ASSIGN_OR_RETURN(float local_loss, ForwardBackward(batch, scaler_.scale(), &report.comm_seconds));
-  SetTrainingPhase("gradient reduction");
-  RETURN_IF_ERROR(ReduceGradients(&report.comm_seconds));
-  SetTrainingPhase("optimizer step");
-  report.loss = local_loss;
-  if (grid_ != nullptr && grid_->layout().data() > 1) {
-    ASSIGN_OR_RETURN(double mean, AllReduceScalar(grid_->data_group(), local_loss, dist::ReduceOp::kAvg));
-    report.loss = static_cast<float>(mean);
-  }
-
-  const float grad_scale = scaler_.inverse_scale();  // read before Update changes the scale
-  bool overflow = false;
-  if (scaler_.enabled()) {
-    ASSIGN_OR_RETURN(overflow, AnyNonFinite());
-  }
-  report.skipped = scaler_.Update(overflow);
-  report.skipped_total = scaler_.skipped_steps();
-  report.lr = schedule_->LearningRate(OptimizerStepCount());
-  if (!report.skipped) {
-    ASSIGN_OR_RETURN(double sum_squares, GradSumSquares());
-    report.grad_norm = grad_scale * std::sqrt(sum_squares);
-    float clip = config_.grad_clip_norm > 0 ? optim::ClipCoefficient(report.grad_norm, config_.grad_clip_norm) : 1.0f;
-    RETURN_IF_ERROR(OptimizerStep(report.lr, grad_scale * clip));
-  }
-  ZeroGradients();
-  ++step_;
-  report.step = step_;
-  report.total_steps = total_steps_;
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!std::isfinite(report.loss) && !scaler_.enabled()) {
-    return absl::InternalError(absl::StrCat("step ", step_, ": the training loss is ", report.loss,
-                                            " (diverged; lower the learning rate or enable fp16 loss scaling)"));
-  }
-  return report;
 }
 
 bool Trainer::EvalDue() const {

@@ -42,11 +42,14 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/dist/process_group.h"
 #include "engine/optim/optimizer.h"
+#include "engine/optim/step_scaler.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/parallel/grad_spread.h"
 #include "engine/parallel/grid.h"
 #include "engine/parallel/pipeline.h"
 #include "engine/parallel/zero.h"
 #include "engine/train/device_step.h"
+#include "engine/train/step_graph_runner.h"
 #include "engine/train/trainer_config.h"
 
 namespace ringmaster::engine {
@@ -147,8 +150,8 @@ class Trainer {
   const TrainerConfig& config() const { return config_; }
   nn::Model& model() { return *model_; }
   const optim::LossScaler& loss_scaler() const { return scaler_; }
-  // CUDA: whether the steps now replay a captured graph (trainer_graph.cc).
-  bool step_graphed() const { return graphs_ != nullptr && graphs_->captured(); }
+  // CUDA: whether the steps now replay a captured graph (StepGraphRunner).
+  bool step_graphed() const { return step_graphs_ != nullptr && step_graphs_->captured(); }
 
  private:
   Trainer(const TrainerConfig& config, TrainerOptions options);
@@ -161,18 +164,23 @@ class Trainer {
   bool IsLanguageModel() const { return config_.model.kind == nn::ModelKind::kGpt; }
   bool distributed() const { return world_ != nullptr && world_->size() > 1; }
   bool EvalDue() const;
-  // Forward and backward of this rank's part of `batch`, gradients accumulated
-  // with the loss scale folded in; returns the mean loss of the local batch.
-  absl::StatusOr<float> ForwardBackward(const Batch& batch, float loss_scale, double* comm_seconds);
+  // The step (trainer_step.cc). StepScaler over this rank's part of the
+  // gradients (host or device); Spread says which part and over which groups.
+  absl::Status InitStepScaler();
+  parallel::GradSpread Spread();
+  // Forward and backward of this rank's part of `batch`, gradients
+  // accumulated with the loss scale folded in; the mean loss of the local
+  // batch added to step_loss_.
+  absl::Status ForwardBackward(const Batch& batch, float loss_scale, double* comm_seconds);
   // Averages the gradients over the data-parallel replicas.
   absl::Status ReduceGradients(double* comm_seconds);
-  // Sum of squared (scaled) gradients over the whole model, every rank the same.
-  absl::StatusOr<double> GradSumSquares();
-  // Whether any rank's gradients hold inf/NaN.
-  absl::StatusOr<bool> AnyNonFinite();
+  // What a CUDA graph captures: forward, backward, reduction, the scaler's
+  // decision, the update, zeroing the grads.
+  absl::Status StepBody(const Batch& batch, StepReport& report);
+  // Whether this step reads the loss back (the host: always; CUDA: at log
+  // intervals and before evaluations).
+  bool LossReadDue() const;
   absl::Status OptimizerStep(float lr, float grad_scale);
-  // Sums (or averages) one value over `group`.
-  absl::StatusOr<double> AllReduceScalar(dist::ProcessGroup& group, double value, dist::ReduceOp op);
   // Distributed: every stage's parameters and buffers on every rank of the
   // replica (for evaluation and checkpoints).
   absl::Status GatherModel();
@@ -188,21 +196,12 @@ class Trainer {
   void ZeroGradients();
   ParameterList TrainedParameters();
 
-  // CUDA (trainer_device.cc): the device loss scaler and step; host copies of
-  // the batch and of tensors for evaluation and checkpoints.
+  // CUDA (trainer_device.cc): pinned staging, the choice of step graphs;
+  // host copies of tensors for evaluation and checkpoints.
   bool on_device() const { return backend_->device() == Device::kCuda; }
   absl::Status InitDevice();
-  absl::StatusOr<StepReport> StepOnDevice();
-  bool LossReadDue() const;
-  // The step's kernels from the forward pass to zeroing the grads (what a
-  // CUDA graph captures); the loss summed into device_loss_.
-  absl::Status DeviceStepBody(const Batch& batch, StepReport& report);
   // The batch on the backend's device (CUDA: through pinned staging_).
   absl::StatusOr<Batch> ToBackend(const Batch& batch);
-  // CUDA graphs of the step (trainer_graph.cc): whether config_.cuda_graphs
-  // and the job allow them (see CudaGraphMode), and the graphed step.
-  absl::Status InitStepGraphs();
-  absl::Status GraphedStep(const Batch& batch, StepReport& report);
   optim::DeviceZerosFn DeviceZeros();
   Tensor HostCopy(const Tensor& t);
   void CopyIntoLive(const Tensor& host, const Tensor& live);
@@ -214,26 +213,19 @@ class Trainer {
   std::unique_ptr<nn::SoftmaxCrossEntropy> loss_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<optim::LrSchedule> schedule_;
+  // The step's control (step_scaler.h); scaler_ mirrors its state after
+  // every step (reports, checkpoints). CUDA: its control block.
+  std::unique_ptr<optim::StepScaler> step_scaler_;
   optim::LossScaler scaler_ = optim::LossScaler::Disabled();
-  // CUDA: the loss scaler's decision on the device (scaler_ mirrors its state
-  // after every step), and the training loss summed on the device since it
-  // was last read.
-  std::unique_ptr<optim::DeviceLossScaler> device_scaler_;
-  Tensor device_loss_;
-  // CUDA: pinned host staging of batches; the step's graphs (null: eager), with
-  // the static device inputs a graph reads, the loss scale it was captured with
-  // (folded into its kernels: a new scale is a new capture) and the eager
-  // warm-up steps run in the graph pool so far. graph_lr_: the optimizer
-  // kernels read the learning rate from the control block (set by every step
-  // once graphs were chosen, also after a failed capture fell back to eager).
-  std::unique_ptr<HostStaging> staging_;
-  std::unique_ptr<StepGraphs> graphs_;
-  std::vector<Tensor> graph_inputs_;
-  float graph_loss_scale_ = 0.0f;
-  int graph_warmups_ = 0;
-  bool graph_lr_ = false;
+  const kernels::DeviceStepControl* device_control_ = nullptr;
+  // The training loss summed on the backend's device since it was last read,
+  // and how many steps' losses that is.
+  Tensor step_loss_;
   int64_t losses_since_read_ = 0;
   float last_loss_ = 0.0f;
+  // CUDA: pinned host staging of batches; the step's graphs (null: eager).
+  std::unique_ptr<HostStaging> staging_;
+  std::unique_ptr<StepGraphRunner> step_graphs_;
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> eval_data_;
   std::unique_ptr<DataLoader> train_loader_;

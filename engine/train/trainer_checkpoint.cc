@@ -132,7 +132,7 @@ absl::StatusOr<int64_t> Trainer::Resume() {
   }
   RETURN_IF_ERROR(LoadOptimizerState(loaded.contents.optimizer, optimizer_step));
   RETURN_IF_ERROR(scaler_.LoadState(scaler));
-  if (device_scaler_ != nullptr) RETURN_IF_ERROR(device_scaler_->LoadState(scaler, optimizer_step));
+  RETURN_IF_ERROR(step_scaler_->LoadState(scaler, optimizer_step));
   RETURN_IF_ERROR(train_loader_->Restore(loader));
   for (const auto& [name, tensor] : live) CopyIntoLive(saved[name], tensor);
   step_ = step;

@@ -44,7 +44,7 @@ struct ParallelConfig {
   bool zero1 = false;
 };
 
-// CUDA graphs of the training step (trainer_graph.cc). kAuto: on for one rank
+// CUDA graphs of the training step (step_graph_runner.h). kAuto: on for one rank
 // on CUDA (no pipeline, no ZeRO-1, one micro-batch, no dropout) whose model has
 // at most kCudaGraphAutoMaxParameters parameters, where kernel launches are a
 // large part of the step; kOn: the same jobs, any model size (an error names

@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "engine/optim/grad_norm.h"
 #include "engine/parallel/grad_spread.h"
 #include "engine/parallel/stage_partition_cost.h"
 #include "engine/train/trainer.h"
@@ -117,12 +116,6 @@ void Trainer::ZeroGradients() {
   }
 }
 
-absl::StatusOr<double> Trainer::AllReduceScalar(dist::ProcessGroup& group, double value, dist::ReduceOp op) {
-  Tensor t = Tensor::FromVector({1}, {static_cast<float>(value)});
-  RETURN_IF_ERROR(group.AllReduce(t, op));
-  return static_cast<double>(t.f32()[0]);
-}
-
 absl::Status Trainer::ReduceGradients(double* comm_seconds) {
   if (zero_ != nullptr) return zero_->ReduceScatterGradients();
   if (dp_ == nullptr) return absl::OkStatus();
@@ -130,37 +123,6 @@ absl::Status Trainer::ReduceGradients(double* comm_seconds) {
   RETURN_IF_ERROR(pipeline_ != nullptr ? dp_->ReduceGradients() : dp_->FinishGradients());
   *comm_seconds += dp_->last_stats().comm_seconds;
   return absl::OkStatus();
-}
-
-absl::StatusOr<bool> Trainer::AnyNonFinite() {
-  bool local = false;
-  if (zero_ != nullptr) {
-    ASSIGN_OR_RETURN(double sum_squares, zero_->GradSumSquares());
-    local = !std::isfinite(sum_squares);
-  } else {
-    ASSIGN_OR_RETURN(local, optim::HasNonFiniteGrad(TrainedParameters()));
-  }
-  if (!distributed()) return local;
-  // Every rank must take the same decision, or the replicas drift apart.
-  ASSIGN_OR_RETURN(double ranks_with_overflow, AllReduceScalar(*world_, local ? 1.0 : 0.0, dist::ReduceOp::kSum));
-  return ranks_with_overflow > 0;
-}
-
-absl::StatusOr<double> Trainer::GradSumSquares() {
-  double local = 0.0;
-  if (zero_ != nullptr) {
-    ASSIGN_OR_RETURN(local, zero_->GradSumSquares());  // over the data-parallel group already
-  } else {
-    // A tied parameter (the GPT's token embedding) has the same summed
-    // gradient on every stage holding it; count it once, on stage 0.
-    const ParameterList params =
-        pipeline_ != nullptr
-            ? parallel::PipelineNormParameters(TrainedParameters(), pipeline_->TiedParameters(), pipeline_->stage())
-            : TrainedParameters();
-    ASSIGN_OR_RETURN(local, optim::GradSumSquares(params));
-  }
-  if (pipeline_ == nullptr) return local;
-  return AllReduceScalar(grid_->pipeline_group(), local, dist::ReduceOp::kSum);
 }
 
 absl::Status Trainer::OptimizerStep(float lr, float grad_scale) {

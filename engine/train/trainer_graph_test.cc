@@ -1,4 +1,4 @@
-// GPU tests of the trainer's CUDA-graph step (trainer_graph.cc), its pinned
+// GPU tests of the trainer's CUDA-graph step (step_graph_runner.h), its pinned
 // batch staging and its optimizer state in the caching allocator: a graphed
 // run gives the eager run's losses and weights (fp32 rounding: relative 1e-5)
 // and is not slower. Skipped without a device.

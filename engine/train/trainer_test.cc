@@ -1,12 +1,16 @@
 // The trainer's end-to-end guarantees on the CPU backend: stopping and
 // resuming changes nothing (same loss at every step, bitwise-equal weights), a
 // damaged newest checkpoint falls back to the previous one, and fp16 overflow
-// skips the step and halves the loss scale.
+// skips the step and halves the loss scale — also with the gradients spread
+// over ZeRO-1 shards and pipeline stages, through the same step loop and
+// scaler sequence the CUDA trainer runs.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
+#include "engine/dist/in_process_group.h"
 #include "engine/train/trainer.h"
 #include "gtest/gtest.h"
 
@@ -234,6 +238,77 @@ TEST(TrainerTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
   EXPECT_EQ((*trainer)->loss_scaler().scale(), 16777216.0f / (1 << skipped));
   // The weights moved only on the steps that were not skipped.
   EXPECT_EQ((*trainer)->step(), 12);
+}
+
+// fp16 overflow on a 2 x 2 grid (ZeRO-1 shards over the data replicas, two
+// pipeline stages): every rank takes the same skip decisions and scales and
+// sees the same gradient norm at every step, including a re-overflow after
+// the scale grew. Against one process training the same spec they agree until
+// the scale first grows; after that, the layouts' fp16 rounding differs and an
+// overflow near the boundary may come at another step.
+TEST(TrainerTest, Fp16OverflowDecisionsAgreeAcrossShardsAndStages) {
+  TrainerConfig config = MlpFp16Config();
+  config.loss_scaler.initial_scale = 16777216.0f;  // overflows first, as above
+  config.loss_scaler.growth_interval = 4;          // grows and overflows again
+  config.steps = 14;
+  auto run = [](const TrainerConfig& c, dist::ProcessGroup* world, parallel::GridCoord coord) {
+    std::vector<StepReport> reports;
+    TrainerOptions options;
+    options.world = world;
+    options.coord = coord;
+    options.on_step = [&](const StepReport& r) { reports.push_back(r); };
+    auto trainer = Trainer::Create(c, options);
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+    if (trainer.ok()) {
+      absl::Status s = (*trainer)->Run();
+      EXPECT_TRUE(s.ok()) << s;
+    }
+    return reports;
+  };
+  const std::vector<StepReport> alone = run(config, nullptr, {});
+  ASSERT_EQ(alone.size(), 14u);
+  ASSERT_TRUE(alone[0].skipped);
+
+  TrainerConfig grid = config;
+  grid.parallel.data = 2;
+  grid.parallel.pipeline = 2;
+  grid.parallel.micro_batches = 2;
+  grid.parallel.zero1 = true;
+  grid.threads = 1;
+  auto world = dist::InProcessWorld::Create(4, {"grid", absl::Seconds(60)});
+  std::vector<std::vector<StepReport>> ranks(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<dist::InProcessGroup> group = world->Group(r);
+      ranks[r] = run(grid, group.get(), {/*data=*/r / 2, /*stage=*/r % 2});
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  size_t first_clean = 0;
+  while (first_clean < alone.size() && alone[first_clean].skipped) ++first_clean;
+  const size_t before_growth = first_clean + config.loss_scaler.growth_interval;
+  ASSERT_LT(before_growth, alone.size());
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(ranks[r].size(), alone.size()) << "rank " << r;
+    for (size_t i = 0; i < alone.size(); ++i) {
+      const StepReport& got = ranks[r][i];
+      const StepReport& first = ranks[0][i];
+      EXPECT_EQ(got.skipped, first.skipped) << "rank " << r << " step " << i + 1;
+      EXPECT_EQ(got.loss_scale, first.loss_scale) << "rank " << r << " step " << i + 1;
+      EXPECT_EQ(got.skipped_total, first.skipped_total) << "rank " << r << " step " << i + 1;
+      EXPECT_EQ(got.grad_norm, first.grad_norm) << "rank " << r << " step " << i + 1;
+      if (i >= before_growth) continue;
+      const StepReport& want = alone[i];
+      EXPECT_EQ(got.skipped, want.skipped) << "rank " << r << " step " << i + 1;
+      EXPECT_EQ(got.loss_scale, want.loss_scale) << "rank " << r << " step " << i + 1;
+      EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-3 * want.grad_norm + 1e-6) << "rank " << r << " step " << i + 1;
+    }
+  }
+  // The grid overflowed again after growing: those decisions agreed too.
+  bool overflowed_again = false;
+  for (size_t i = first_clean; i < ranks[0].size(); ++i) overflowed_again = overflowed_again || ranks[0][i].skipped;
+  EXPECT_TRUE(overflowed_again);
 }
 
 TEST(TrainerConfigTest, CudaGraphModeParsesAndNamesTheFieldOnError) {
