@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# deploy/kubernetes: `kubectl kustomize` builds it, and every object it yields
-# passes an offline schema check against Kubernetes' OpenAPI schemas (npm
-# package kubernetes-models, installed by scripts/install-deps.sh test; see
-# docs/decisions.md). Then what the manifests promise: a coordinator
+# deploy/kubernetes: `kubectl kustomize` builds it and its overlays
+# (example-secrets, prometheus-operator), and every object they yield passes an
+# offline schema check against Kubernetes' OpenAPI schemas (npm package
+# kubernetes-models and its prometheus-operator models, installed by
+# scripts/install-deps.sh test; see docs/decisions.md). Then what the manifests
+# promise. The default build: no Secret, no :latest (the images are tagged with
+# the version the binaries report), IPC_LOCK and an RDMA device on the worker,
+# /dev/shm in memory, startup and liveness probes on /healthz for both
+# daemons, service accounts without API tokens, a PodDisruptionBudget for the
+# coordinator and NetworkPolicies. With the example Secrets: a coordinator
 # StatefulSet with a state volume claim, a worker DaemonSet with GPUs, host
-# networking, the ReadWriteMany checkpoint volume and TLS Secrets, and scrape
-# ports that match deploy/prometheus/prometheus-kubernetes.yml; given the
-# binaries, that every flag the manifests pass exists.
+# networking, the ReadWriteMany checkpoint volume and TLS Secrets behind the
+# flags, and scrape ports that match deploy/prometheus/prometheus-kubernetes.yml;
+# given the binaries, that every flag the manifests pass exists.
 # Usage: kubernetes_test.sh [COORDINATOR WORKER]
 set -uo pipefail
 models=${RINGMASTER_K8S_MODELS:-/usr/local/share/ringmaster/npm/node_modules}
@@ -22,12 +28,86 @@ tmp=$(mktemp -d /tmp/rm-k8s-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 # A real copy: kustomize refuses files that are symlinks out of its root (Bazel's runfiles).
 cp -rL deploy/kubernetes "$tmp/kubernetes"
-kubectl kustomize "$tmp/kubernetes" >"$tmp/all.yaml" 2>"$tmp/kustomize.err"
-rc=$?
-if [ $rc -ne 0 ] || [ -s "$tmp/kustomize.err" ]; then echo "FAIL: kubectl kustomize (exit $rc):"; cat "$tmp/kustomize.err"; exit 1; fi
-echo "ok: kubectl kustomize deploy/kubernetes ($(grep -c '^kind:' "$tmp/all.yaml") objects)"
-"$py" deploy/tests/k8s_to_json.py <"$tmp/all.yaml" >"$tmp/all.json" || { echo "FAIL: the output is not YAML"; exit 1; }
-node deploy/tests/validate_k8s.mjs "$models" <"$tmp/all.json" || { echo "FAIL: schema check"; exit 1; }
+build() {  # build DIR NAME: kustomize, convert to JSON, schema-check
+  kubectl kustomize "$tmp/$1" >"$tmp/$2.yaml" 2>"$tmp/kustomize.err"
+  local rc=$?
+  if [ $rc -ne 0 ] || [ -s "$tmp/kustomize.err" ]; then echo "FAIL: kubectl kustomize $1 (exit $rc):"; cat "$tmp/kustomize.err"; exit 1; fi
+  "$py" deploy/tests/k8s_to_json.py <"$tmp/$2.yaml" >"$tmp/$2.json" || { echo "FAIL: $1: the output is not YAML"; exit 1; }
+  node deploy/tests/validate_k8s.mjs "$models" <"$tmp/$2.json" >"$tmp/validate.out" 2>&1 ||
+    { cat "$tmp/validate.out"; echo "FAIL: $1: schema check"; exit 1; }
+  echo "ok: kubectl kustomize deploy/$1: $(grep -c '^kind:' "$tmp/$2.yaml") objects pass the schema check"
+}
+build kubernetes default
+build kubernetes/overlays/example-secrets all
+build kubernetes/overlays/prometheus-operator monitors
+# The version the binaries report (given them), else the one they are built with.
+if [ $# -ge 1 ]; then
+  version=$("$1" --version | awk '{print $2}')
+else
+  version=$(sed -n 's/.*kVersion\[\] = "\(.*\)";/\1/p' common/cli_flags.h)
+fi
+[ -n "$version" ] || { echo "FAIL: no version (ringmaster-coordinator --version, common/cli_flags.h)"; exit 1; }
+
+"$py" - "$tmp/default.json" "$tmp/monitors.json" "$version" <<'PY' || exit 1
+import json, sys
+objs = json.load(open(sys.argv[1]))
+monitors = json.load(open(sys.argv[2]))
+version = sys.argv[3]
+by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+errors = []
+def need(cond, what):
+    if not cond: errors.append(what)
+need(not any(o["kind"] == "Secret" for o in objs), "no Secret in the default kustomization")
+ss = by[("StatefulSet", "ringmaster-coordinator")]
+ds = by[("DaemonSet", "ringmaster-worker")]
+for o, name in ((ss, "coordinator"), (ds, "worker")):
+    pod = o["spec"]["template"]["spec"]
+    for c in pod.get("initContainers", []) + pod["containers"]:
+        need(c["image"] == f"ringmaster:{version}", f"{name}/{c['name']}: image ringmaster:{version}, got {c['image']}")
+    c = pod["containers"][0]
+    for probe in ("startupProbe", "livenessProbe"):
+        need(c.get(probe, {}).get("httpGet", {}).get("path") == "/healthz", f"{name}: {probe} on /healthz")
+    sa = by.get(("ServiceAccount", pod.get("serviceAccountName", "")))
+    need(sa is not None and sa.get("automountServiceAccountToken") is False, f"{name}: its own ServiceAccount, no token")
+    need(pod.get("automountServiceAccountToken") is False, f"{name}: pod mounts no API token")
+    need(c["securityContext"].get("allowPrivilegeEscalation") is False, f"{name}: no privilege escalation")
+    need(c["securityContext"]["capabilities"]["drop"] == ["ALL"], f"{name}: every capability dropped")
+    policy = by.get(("NetworkPolicy", f"ringmaster-{name}"))
+    need(policy is not None and policy["spec"]["podSelector"]["matchLabels"] == o["spec"]["selector"]["matchLabels"],
+         f"{name}: a NetworkPolicy selecting its pods")
+need(not any(k == "Role" or k == "ClusterRole" or k.endswith("Binding") for k, _ in by), "no RBAC (nothing calls the API)")
+w = ds["spec"]["template"]["spec"]["containers"][0]
+need(w["securityContext"]["capabilities"].get("add") == ["IPC_LOCK"], "worker: IPC_LOCK")
+need(any(r.startswith("rdma/") for r in w["resources"]["limits"]), "worker: an RDMA device resource")
+shm = next((v for v in ds["spec"]["template"]["spec"]["volumes"] if v["name"] == "shm"), {})
+need(shm.get("emptyDir", {}).get("medium") == "Memory", "worker: /dev/shm memory-backed")
+need(any(m["mountPath"] == "/dev/shm" and m["name"] == "shm" for m in w["volumeMounts"]), "worker: /dev/shm mounted")
+pdb = next((o for o in objs if o["kind"] == "PodDisruptionBudget"), None)
+need(pdb is not None and pdb["spec"]["selector"]["matchLabels"] == ss["spec"]["selector"]["matchLabels"],
+     "a PodDisruptionBudget for the coordinator")
+cp = by.get(("NetworkPolicy", "ringmaster-coordinator"))
+if cp:
+    grpc = next(r for r in cp["spec"]["ingress"] if any(p["port"] == 50051 for p in r["ports"]))
+    need(any(f.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/component") == "worker" for f in grpc["from"]),
+         "coordinator gRPC: from the workers")
+    need(any(f.get("podSelector", {}).get("matchLabels", {}).get("ringmaster.io/client") == "true" for f in grpc["from"]),
+         "coordinator gRPC: from CLI pods")
+kinds = sorted(o["kind"] for o in monitors if o["apiVersion"].startswith("monitoring.coreos.com/"))
+need(kinds == ["PodMonitor", "ServiceMonitor"], f"prometheus-operator: a PodMonitor and a ServiceMonitor, got {kinds}")
+for m in monitors:
+    if m["kind"] == "ServiceMonitor":
+        svc = by.get(("Service", "ringmaster-coordinator-metrics"))
+        need(m["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items(), "ServiceMonitor selects the metrics Service")
+        need(m["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"], "ServiceMonitor: the metrics port by name")
+    if m["kind"] == "PodMonitor":
+        need(m["spec"]["selector"]["matchLabels"] == ds["spec"]["selector"]["matchLabels"], "PodMonitor selects the workers")
+        need(m["spec"]["podMetricsEndpoints"][0]["port"] in [p["name"] for p in w["ports"]], "PodMonitor: the workers' metrics port by name")
+    if m["apiVersion"].startswith("monitoring.coreos.com/"):
+        need(m["metadata"].get("namespace") == "ringmaster", f"{m['kind']}: namespace ringmaster")
+if errors:
+    print("FAIL: " + "; ".join(errors)); sys.exit(1)
+print(f"ok: no Secret, images ringmaster:{version}, probes on /healthz, no API tokens, IPC_LOCK + RDMA + memory /dev/shm on the worker, a coordinator PDB, NetworkPolicies, the operator's monitors")
+PY
 
 # The check can fail: a port that is not a number, a DaemonSet without a selector.
 "$py" - "$tmp/all.json" >"$tmp/broken.json" <<'PY'
@@ -112,10 +192,10 @@ if [ $# -ge 2 ]; then
   for pair in "coordinator:$1" "worker:$2"; do
     name=${pair%%:*} bin=$(realpath "${pair#*:}")
     known=$("$bin" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u)
-    for flag in $(grep -oE -- '^ *- --[a-z][a-z-]*' "deploy/kubernetes/"*"$name"*.yaml | grep -oE -- '--[a-z-]+'); do
+    for flag in $(grep -oE -- '^ *- --[a-z][a-z-]*' "deploy/kubernetes/base/"*"$name"*.yaml | grep -oE -- '--[a-z-]+'); do
       grep -qx -- "$flag" <<<"$known" || { echo "FAIL: the $name's manifest passes $flag, which $(basename "$bin") does not have"; exit 1; }
     done
   done
   echo "ok: every flag in the manifests is one the binaries accept"
 fi
-echo "PASS: deploy/kubernetes builds and passes the schema check"
+echo "PASS: deploy/kubernetes and its overlays build and pass the schema check"

@@ -58,15 +58,20 @@ make_corpus() {
 
 # deploy/kubernetes_test.sh validates the manifests offline against the
 # Kubernetes OpenAPI schemas of the npm package kubernetes-models (docs/decisions.md).
+# The Prometheus Operator's CRDs (PodMonitor, ServiceMonitor) come from its sibling package.
 k8s_models_version=5.1.0
+k8s_prom_models_version=6.0.0
 k8s_models=/usr/local/share/ringmaster/npm
 install_k8s_models() {
   [[ " ${wanted[*]} " == *" nodejs "* ]] || return 0
-  grep -qs "\"version\": \"$k8s_models_version\"" "$k8s_models/node_modules/kubernetes-models/package.json" && return 0
+  grep -qs "\"version\": \"$k8s_models_version\"" "$k8s_models/node_modules/kubernetes-models/package.json" &&
+    grep -qs "\"version\": \"$k8s_prom_models_version\"" \
+      "$k8s_models/node_modules/@kubernetes-models/prometheus-operator/package.json" && return 0
   "${sudo[@]}" mkdir -p "$k8s_models"
   # Not fatal: without it deploy/kubernetes_test.sh skips, saying so.
-  if "${sudo[@]}" npm install --silent --no-audit --no-fund --prefix "$k8s_models" "kubernetes-models@$k8s_models_version"; then
-    echo "install-deps: kubernetes-models $k8s_models_version in $k8s_models"
+  if "${sudo[@]}" npm install --silent --no-audit --no-fund --prefix "$k8s_models" \
+    "kubernetes-models@$k8s_models_version" "@kubernetes-models/prometheus-operator@$k8s_prom_models_version"; then
+    echo "install-deps: kubernetes-models $k8s_models_version and its prometheus-operator models in $k8s_models"
   else
     echo "install-deps: WARNING: npm could not install kubernetes-models; the Kubernetes schema check will skip" >&2
   fi

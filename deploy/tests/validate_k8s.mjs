@@ -18,7 +18,11 @@ for (const object of objects) {
     failures++;
     continue;
   }
-  const file = `${modules}/kubernetes-models/${object.apiVersion}/${object.kind}.js`;
+  // Core kinds are kubernetes-models'; the Prometheus Operator's CRDs its sibling package's.
+  const pkg = object.apiVersion.startsWith("monitoring.coreos.com/")
+    ? "@kubernetes-models/prometheus-operator"
+    : "kubernetes-models";
+  const file = `${modules}/${pkg}/${object.apiVersion}/${object.kind}.js`;
   let model;
   try {
     model = (await import(pathToFileURL(file).href))[object.kind];
