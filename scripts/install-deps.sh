@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package Ringmaster's build, tests and examples need.
 # Idempotent: checks what is installed first, runs `apt-get update` at most once,
-# and installs only what is missing. Usage: scripts/install-deps.sh [build|test|bench]...
-# (no argument = build + test).
+# and installs only what is missing. Usage: scripts/install-deps.sh [build|test|bench|image]...
+# (no argument = build + test; test includes image, which tests/image_test.sh uses).
 set -euo pipefail
 
 build_pkgs=(
@@ -19,6 +19,9 @@ test_pkgs=(prometheus dataset-fashion-mnist bible-kjv bible-kjv-text iproute2 pr
 # kubectl (for `kubectl kustomize`) and npm come from Debian only where no other
 # install provides them (a vendor's kubectl package, or a nodejs that bundles npm).
 optional_cmds=(kubectl:kubernetes-client npm:npm)
+# scripts/build-image.sh: the image's root filesystem from Debian's archive,
+# the OCI layout and archive; podman where containers can run.
+image_pkgs=(mmdebstrap umoci skopeo podman)
 # Only the benchmarks compare against PyTorch on the CPU.
 bench_pkgs=(python3-torch python3-numpy)
 
@@ -29,13 +32,14 @@ for g in "${groups[@]}"; do
   case "$g" in
     build) wanted+=("${build_pkgs[@]}") ;;
     test)
-      wanted+=("${test_pkgs[@]}")
+      wanted+=("${test_pkgs[@]}" "${image_pkgs[@]}")
       for entry in "${optional_cmds[@]}"; do
         command -v "${entry%%:*}" >/dev/null || wanted+=("${entry#*:}")
       done
       ;;
     bench) wanted+=("${bench_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$g' (expected build, test or bench)" >&2; exit 2 ;;
+    image) wanted+=("${image_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (expected build, test, bench or image)" >&2; exit 2 ;;
   esac
 done
 
