@@ -39,6 +39,7 @@ int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& o
 // jobs [--state S ...]: all pages of ListJobs, newest first.
 struct JobsOptions {
   std::vector<std::string> states;  // "running" or "JOB_STATE_RUNNING", any case
+  int limit = 50;                   // newest first; 0: every job
 };
 int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& options, Console& console);
 

@@ -1,5 +1,6 @@
-// ringmaster jobs [--state S ...] and ringmaster cancel JOB.
+// ringmaster jobs [--state S ...] [--limit N] and ringmaster cancel JOB.
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -26,7 +27,7 @@ bool ParseJobState(const std::string& text, v1::JobState* state) {
 
 int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& options, Console& console) {
   v1::ListJobsRequest request;
-  request.set_page_size(kPageSize);
+  request.set_page_size(options.limit > 0 ? std::min(options.limit, kPageSize) : kPageSize);
   for (const std::string& text : options.states) {
     v1::JobState state;
     if (!ParseJobState(text, &state)) {
@@ -37,6 +38,7 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
     request.add_states(state);
   }
   v1::ListJobsResponse all;
+  bool more = false;  // jobs beyond --limit
   do {
     v1::ListJobsResponse page;
     grpc::ClientContext context;
@@ -45,9 +47,16 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
     if (!status.ok()) {
       return ReportRpcError(status, {global.coordinator, "ListJobs", "", global.rpc_timeout}, console.err);
     }
-    for (v1::Job& job : *page.mutable_jobs()) *all.add_jobs() = std::move(job);
+    for (v1::Job& job : *page.mutable_jobs()) {
+      if (options.limit > 0 && all.jobs_size() >= options.limit) {
+        more = true;
+        break;
+      }
+      *all.add_jobs() = std::move(job);
+    }
     request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  } while (!request.page_token().empty() && (options.limit == 0 || all.jobs_size() < options.limit));
+  more = more || !request.page_token().empty();
 
   if (global.output == OutputFormat::kJson) {
     PrintJsonLine(all, console.out);
@@ -69,6 +78,7 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
   table.Render(console.out);
   // Why, under the table: the reason is a sentence, not a cell.
   for (const v1::Job* job : unschedulable) console.out << job->id() << ": " << job->unschedulable() << "\n";
+  if (more) console.out << "(the " << all.jobs_size() << " newest shown; --limit N for more, --limit 0 for all)\n";
   return kExitOk;
 }
 

@@ -79,6 +79,30 @@ TEST_F(CommandsTest, JobsTableFetchesEveryPage) {
   EXPECT_EQ(c.list_jobs[1].page_token(), "page-1");
 }
 
+TEST_F(CommandsTest, JobsLimitShowsTheNewestAndSaysThereAreMore) {
+  script().list_jobs_pages.resize(2);
+  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-4", "d", v1::JOB_STATE_QUEUED);
+  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-3", "c", v1::JOB_STATE_QUEUED);
+  *script().list_jobs_pages[1].add_jobs() = MakeJob("j-2", "b", v1::JOB_STATE_QUEUED);
+  *script().list_jobs_pages[1].add_jobs() = MakeJob("j-1", "a", v1::JOB_STATE_QUEUED);
+  JobsOptions options;
+  options.limit = 3;
+  EXPECT_EQ(RunJobs(*stub_, global_, options, console_), kExitOk);
+  const std::string out = out_.str();
+  EXPECT_NE(out.find("j-4"), std::string::npos);
+  EXPECT_NE(out.find("j-2"), std::string::npos);
+  EXPECT_EQ(out.find("j-1"), std::string::npos) << out;
+  EXPECT_NE(out.find("(the 3 newest shown; --limit N for more, --limit 0 for all)"), std::string::npos) << out;
+  ASSERT_EQ(calls().list_jobs.size(), 2u);
+  EXPECT_EQ(calls().list_jobs[0].page_size(), 3);
+
+  out_.str("");
+  options.limit = 0;  // every job, no note
+  EXPECT_EQ(RunJobs(*stub_, global_, options, console_), kExitOk);
+  EXPECT_NE(out_.str().find("j-1"), std::string::npos);
+  EXPECT_EQ(out_.str().find("newest shown"), std::string::npos);
+}
+
 TEST_F(CommandsTest, JobsJsonIsOneProtobufJsonLine) {
   *script().list_jobs_pages[0].add_jobs() = MakeJob("j-1", "mlp", v1::JOB_STATE_SUCCEEDED);
   global_.output = OutputFormat::kJson;

@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
   CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs, newest first");
   jobs_cmd->add_option("--state", jobs.states, "Only jobs in this state (repeatable): queued, running, ...")
       ->allow_extra_args(false);
+  jobs_cmd->add_option("--limit", jobs.limit, "Show at most the N newest jobs (0: all)")
+      ->check(CLI::Range(0, kMaxInt))
+      ->capture_default_str();
 
   std::string describe_job;
   CLI::App* describe_cmd = app.add_subcommand("describe", "Show a job's spec, placement and timeline");

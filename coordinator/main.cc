@@ -14,6 +14,7 @@
 // stderr and exit status 1.
 #include <atomic>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -43,6 +44,7 @@ struct Flags {
   std::string stop_grace_period = "30s";
   std::string shutdown_timeout = "5s";
   std::string node_recovery_grace = "60s";
+  double job_retention_days = 30;
 };
 
 // "1s", "500ms", "5m", or a number of seconds; must be positive.
@@ -94,6 +96,7 @@ int Run(Flags& flags) {
         std::make_tuple("--node-recovery-grace", &flags.node_recovery_grace, &config.node_recovery_grace)}) {
     if (absl::Status s = ParsePositiveDuration(name, *text, out); !s.ok()) return Fail(std::string(s.message()));
   }
+  config.job_retention.max_age = absl::Seconds(flags.job_retention_days * 86400);
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Start(config, ringmaster::Clock::Real());
   if (!server.ok()) return Fail(std::string(server.status().message()));
@@ -135,6 +138,14 @@ int main(int argc, char** argv) {
   app.add_option("--node-recovery-grace", flags.node_recovery_grace,
                  "After a restart, how long known nodes have to register again before they are lost "
                  "(covers the workers' reconnection backoff)")
+      ->capture_default_str();
+  app.add_option("--job-retention-days", flags.job_retention_days,
+                 "Days a finished job (timeline, checkpoint records, logs) is kept after it ended; 0: no age limit")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--job-retention-count", flags.config.job_retention.max_count,
+                 "Finished jobs kept at most, newest first; -1: no limit")
+      ->check(CLI::Range(-1, std::numeric_limits<int>::max()))
       ->capture_default_str();
   app.add_option("--checkpoint-root", flags.config.checkpoint_root,
                  "Checkpoints of jobs that name no directory (default: <state-dir>/checkpoints)");

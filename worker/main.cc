@@ -8,6 +8,7 @@
 //                     [--trainer PATH] [--heartbeat-interval SECONDS]
 //                     [--stop-grace-period SECONDS] [--label KEY=VALUE ...]
 //                     [--tls-ca FILE --tls-cert FILE --tls-key FILE] [--join-token-file FILE]
+//                     [--job-retention-days DAYS] [--job-retention-count N]
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/file.h>
@@ -18,7 +19,9 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +43,7 @@
 #include "worker/agent_server.h"
 #include "worker/coordinator_session.h"
 #include "worker/log_pusher.h"
+#include "worker/job_dir_janitor.h"
 #include "worker/log_shipper.h"
 #include "worker/paths.h"
 #include "worker/process_control.h"
@@ -72,6 +76,9 @@ struct Flags {
                                          "/var/lib/ringmaster/datasets"};
   TlsFiles tls;
   std::string join_token_file;
+  // Finished jobs' directories (<state-dir>/jobs/<job>) kept (JobDirJanitor).
+  double job_retention_days = 7;
+  int job_retention_count = 200;
 };
 
 SupervisorOptions SupervisorOptionsFromFlags(const Flags& flags) {
@@ -275,13 +282,21 @@ int Run(const Flags& flags) {
 
   spdlog::info("worker {} on {} ({} GPU(s), {} CPU slot(s)); trainer {}; state in {}; coordinator {}", kVersion,
                address, node->gpus_size(), node->cpu_slots(), *trainer, state_dir, flags.coordinator);
+  JobDirJanitor janitor(
+      JobsDir(state_dir), {absl::Seconds(flags.job_retention_days * 86400), flags.job_retention_count}, [&] {
+        std::set<std::string> active;
+        for (const RunningRankInfo& rank : supervisor.Running()) active.insert(rank.job_id);
+        return active;
+      });
   shipper.Start();
   pusher.Start();
   session->Start();
+  janitor.Start();
 
   const int sig = WaitForShutdownSignal();
   spdlog::info("signal {}: stopping {} rank(s), grace {}s", sig, supervisor.RunningCount(), flags.stop_grace_period);
   supervisor.Shutdown(absl::Seconds(flags.stop_grace_period));  // every exit reported to the session
+  janitor.Stop();
   agent.Stop();
   shipper.Close();
   pusher.Stop(absl::Seconds(2));
@@ -334,6 +349,15 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--label", flags.labels, "Node label KEY=VALUE for node selectors (repeatable)");
+  app.add_option("--job-retention-days", flags.job_retention_days,
+                 "Days a finished job's directory (logs, working directories) is kept under <state-dir>/jobs; "
+                 "0: no age limit")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--job-retention-count", flags.job_retention_count,
+                 "Finished jobs' directories kept at most, newest first; -1: no limit")
+      ->check(CLI::Range(-1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
   app.add_option("--data-roots", flags.data_roots,
                  "Directories a job's data.path must lie in (comma-separated; a job reading elsewhere is refused)")
       ->delimiter(',')

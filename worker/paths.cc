@@ -41,8 +41,10 @@ std::string AgentSocketPath(const std::string& state_dir) { return state_dir + "
 
 std::string NodeIdPath(const std::string& state_dir) { return state_dir + "/node-id"; }
 
+std::string JobsDir(const std::string& state_dir) { return absl::StrCat(state_dir, "/jobs"); }
+
 std::string GenerationDir(const std::string& state_dir, const std::string& job_id, int64_t generation) {
-  return absl::StrCat(state_dir, "/jobs/", job_id, "/gen-", generation);
+  return absl::StrCat(JobsDir(state_dir), "/", job_id, "/gen-", generation);
 }
 
 std::string RankLogPath(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank) {

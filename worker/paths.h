@@ -31,6 +31,8 @@ absl::Status ValidateJobId(absl::string_view job_id);
 
 std::string AgentSocketPath(const std::string& state_dir);
 std::string NodeIdPath(const std::string& state_dir);
+// <state-dir>/jobs: one directory per job that ran here.
+std::string JobsDir(const std::string& state_dir);
 std::string GenerationDir(const std::string& state_dir, const std::string& job_id, int64_t generation);
 std::string RankLogPath(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank);
 std::string RankWorkDir(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank);

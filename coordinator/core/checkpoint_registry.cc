@@ -267,4 +267,9 @@ std::vector<v1::CheckpointInfo> CheckpointRegistry::List(const std::string& job_
   return out;
 }
 
+void CheckpointRegistry::Forget(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.erase(job_id);
+}
+
 }  // namespace ringmaster::coordinator

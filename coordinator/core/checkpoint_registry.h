@@ -106,6 +106,8 @@ class CheckpointRegistry {
   // Unpruned checkpoints (damaged ones included, with their damage), newest
   // (step, then generation) first.
   std::vector<v1::CheckpointInfo> List(const std::string& job_id, bool include_incomplete) const;
+  // Drops the job's records from memory (after Store::DeleteJobs; retention).
+  void Forget(const std::string& job_id);
 
  private:
   using Key = std::pair<int64_t, int64_t>;  // (generation, step)

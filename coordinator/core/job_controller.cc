@@ -116,4 +116,9 @@ void JobController::OnRendezvousFailed(const std::string& job_id, int64_t genera
   lifecycle_.OnRendezvousFailed(job_id, generation, reason);
 }
 
+absl::StatusOr<std::vector<std::string>> JobController::ExpireFinishedJobs(absl::Time now,
+                                                                          const JobRetention& retention) {
+  return lifecycle_.ExpireFinished(now, retention);
+}
+
 }  // namespace ringmaster::coordinator

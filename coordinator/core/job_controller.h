@@ -154,6 +154,12 @@ class JobController : public RendezvousListener {
   // checkpoint.
   absl::Status ReportDamagedCheckpoint(const DamagedCheckpoint& report);
 
+  // ---- retention ----
+
+  // Deletes finished jobs past `retention` (JobLifecycle::ExpireFinished);
+  // returns their ids, whose logs the caller removes.
+  absl::StatusOr<std::vector<std::string>> ExpireFinishedJobs(absl::Time now, const JobRetention& retention);
+
   // ---- time ----
 
   // Lost nodes, progress timeouts, rendezvous deadlines, then ScheduleNow.

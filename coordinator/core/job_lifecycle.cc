@@ -359,4 +359,43 @@ absl::StatusOr<v1::CheckpointInfo> JobLifecycle::LatestCheckpoint(const std::str
   return checkpoints_->Latest(job_id);
 }
 
+absl::StatusOr<std::vector<std::string>> JobLifecycle::ExpireFinished(absl::Time now,
+                                                                      const JobRetention& retention) {
+  struct Finished {
+    absl::Time ended;
+    int64_t submit_seq;
+    std::string id;
+  };
+  std::vector<Finished> finished;
+  {
+    std::lock_guard<std::mutex> lock(table_mu_);
+    for (const auto& [id, view] : views_) {
+      if (!IsTerminal(view.job.state())) continue;
+      finished.push_back({FromProtoTime(view.job.end_time()), view.submit_seq, id});
+    }
+  }
+  // Newest first; the first max_count are kept unless too old.
+  std::sort(finished.begin(), finished.end(), [](const Finished& a, const Finished& b) {
+    return a.ended != b.ended ? a.ended > b.ended : a.submit_seq > b.submit_seq;
+  });
+  std::vector<std::string> expired;
+  for (size_t i = 0; i < finished.size(); ++i) {
+    const bool too_many = retention.max_count >= 0 && i >= static_cast<size_t>(retention.max_count);
+    const bool too_old = retention.max_age > absl::ZeroDuration() && now - finished[i].ended > retention.max_age;
+    if (too_many || too_old) expired.push_back(finished[i].id);
+  }
+  if (expired.empty()) return expired;
+  // A terminal job never changes again, so no transition can race with this.
+  RETURN_IF_ERROR(store_->DeleteJobs(expired));
+  {
+    std::lock_guard<std::mutex> lock(table_mu_);
+    for (const std::string& id : expired) {
+      jobs_.erase(id);
+      views_.erase(id);
+    }
+  }
+  for (const std::string& id : expired) checkpoints_->Forget(id);
+  return expired;
+}
+
 }  // namespace ringmaster::coordinator

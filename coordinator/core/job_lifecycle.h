@@ -142,6 +142,14 @@ class JobLifecycle : public RendezvousListener {
   void AssignmentsForNode(const std::string& node_id,
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
 
+  // ---- retention ----
+  // Deletes the finished jobs that ended more than retention.max_age before
+  // `now`, or are beyond the newest retention.max_count finished ones: from
+  // the store (one transaction), the checkpoint registry and memory. Returns
+  // their ids (the caller removes their logs). Nothing changes on a store
+  // error.
+  absl::StatusOr<std::vector<std::string>> ExpireFinished(absl::Time now, const JobRetention& retention);
+
   // ---- time ----
   // Fails RUNNING generations without step progress for
   // restart.progress_timeout_seconds.

@@ -2,7 +2,9 @@
 // dispatcher.h, node_reconciler.h): a job's transition holds only that job's
 // lock, so readers and other jobs go on; a job cancelled while a pass places
 // it gets its slots back; a node that registers again keeps the slots of the
-// ranks it still runs.
+// ranks it still runs. Retention deletes finished jobs by age and count,
+// everywhere they are kept, and survives a restart.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -191,6 +193,47 @@ TEST_F(JobManagersTest, ANodeBackFromLostHoldsTheSlotsOfRanksItStillRunsBeforeAn
   controller_->ScheduleNow();
   EXPECT_EQ(State(job), v1::JOB_STATE_STARTING);
   EXPECT_EQ(MustGet(job).generation(), 2);
+}
+
+TEST_F(JobControllerFixture, RetentionDeletesFinishedJobsByAgeAndCount) {
+  AddNode("h1", 4);
+  std::vector<std::string> ended;
+  for (int i = 0; i < 4; ++i) {  // ended 40, 30, 20 and 10 hours ago
+    ended.push_back(MustSubmit(MakeSpec(1, 1)));
+    ASSERT_TRUE(controller_->Cancel(ended.back(), "done").ok());
+    clock_.Advance(absl::Hours(10));
+  }
+  const std::string running = MustSubmit(MakeSpec(1, 1));
+  RunToRunning(running);
+  clock_.Advance(absl::Hours(1000));  // older than any limit, but not finished
+  const absl::Time now = clock_.Now() - absl::Hours(1000);
+
+  // Nothing past the limits: nothing removed.
+  auto none = controller_->ExpireFinishedJobs(now, {absl::Hours(100), 10});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  // Older than 25 hours: the first two; beyond the newest one: the third too.
+  auto expired = controller_->ExpireFinishedJobs(now, {absl::Hours(25), 1});
+  ASSERT_TRUE(expired.ok()) << expired.status();
+  std::sort(expired->begin(), expired->end());
+  EXPECT_EQ(*expired, (std::vector<std::string>{ended[0], ended[1], ended[2]}));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(controller_->GetJob(ended[i]).status().code(), absl::StatusCode::kNotFound) << ended[i];
+  }
+  EXPECT_TRUE(controller_->GetJob(ended[3]).ok());
+  EXPECT_TRUE(controller_->GetJob(running).ok());
+  auto page = controller_->ListJobs(ListJobsQuery{});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->jobs.size(), 2u);
+
+  // Gone from the store too: a restarted coordinator does not bring them back.
+  Restart();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(controller_->GetJob(ended[i]).ok()) << ended[i];
+  EXPECT_TRUE(controller_->GetJob(ended[3]).ok());
+  EXPECT_TRUE(controller_->GetEvents(ended[3], 0).ok());
+  auto events = store_->LoadEvents(ended[0], 0);
+  ASSERT_TRUE(events.ok());
+  EXPECT_TRUE(events->empty());
 }
 
 }  // namespace

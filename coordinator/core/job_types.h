@@ -46,6 +46,13 @@ struct JobControllerOptions {
   std::function<void(absl::Duration)> on_schedule_pass;
 };
 
+// How long finished jobs (SUCCEEDED, FAILED, CANCELLED) are kept, with their
+// timeline, checkpoint records and logs.
+struct JobRetention {
+  absl::Duration max_age = absl::Hours(30 * 24);  // since the job ended; <= 0: no age limit
+  int max_count = 10000;                           // finished jobs kept, newest first; < 0: no limit
+};
+
 // What the scheduler sees of a job (its resources).
 JobRequest RequestFor(const JobRecord& record);
 

@@ -290,6 +290,18 @@ void CoordinatorServer::Poke() {
 void CoordinatorServer::Tick() {
   controller_->Tick();
   sessions_->CloseInvalid();
+  const absl::Time now = clock_->Now();
+  if (now < next_retention_) return;
+  next_retention_ = now + config_.retention_interval;
+  absl::StatusOr<std::vector<std::string>> expired = controller_->ExpireFinishedJobs(now, config_.job_retention);
+  if (!expired.ok()) {
+    spdlog::warn("job retention: {}", expired.status().ToString());
+    return;
+  }
+  for (const std::string& job_id : *expired) {
+    if (absl::Status s = logs_->DeleteJob(job_id); !s.ok()) spdlog::warn("job retention: {}", s.ToString());
+  }
+  if (!expired->empty()) spdlog::info("job retention: removed {} finished job(s) and their logs", expired->size());
 }
 
 int CoordinatorServer::metrics_port() const { return metrics_http_ != nullptr ? metrics_http_->port() : 0; }

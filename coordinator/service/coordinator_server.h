@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/tls.h"
+#include "coordinator/core/job_types.h"
 
 namespace grpc {
 class Server;
@@ -86,6 +87,10 @@ struct CoordinatorConfig {
   // GetNcclUniqueId/KvWait calls parked at once (no thread each); beyond it
   // callers are told to come back after a backoff.
   size_t max_rendezvous_waits = 65536;
+  // Finished jobs (with their timeline, checkpoint records and logs) kept;
+  // checked every retention_interval by Tick.
+  JobRetention job_retention;
+  absl::Duration retention_interval = absl::Minutes(1);
 
   // Security (docs/security.md, coordinator/auth.h). With TLS (all three
   // files) a token file and a join token file are required; without TLS
@@ -165,6 +170,7 @@ class CoordinatorServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;
   std::unique_ptr<Ticker> ticker_;
+  absl::Time next_retention_ = absl::InfinitePast();  // Tick's thread only
 };
 
 }  // namespace ringmaster::coordinator

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
@@ -147,6 +148,20 @@ absl::StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const LogStoreOptions& 
   std::unique_ptr<LogStore> store(new LogStore(options));
   RETURN_IF_ERROR(store->Scan());
   return store;
+}
+
+absl::Status LogStore::DeleteJob(const std::string& job_id) {
+  if (job_id.empty() || job_id.find('/') != std::string::npos || job_id == "." || job_id == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("log store: bad job id \"", job_id, "\""));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = files_.lower_bound(FileKey{job_id, INT64_MIN, INT32_MIN}); it != files_.end() && std::get<0>(it->first) == job_id;) {
+    it = files_.erase(it);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(absl::StrCat(options_.root, "/", job_id), ec);
+  if (ec) return absl::InternalError(absl::StrCat("log store: removing the logs of ", job_id, ": ", ec.message()));
+  return absl::OkStatus();
 }
 
 std::string LogStore::PathOf(const FileKey& key) const {

@@ -98,6 +98,9 @@ class LogStore {
 
   // Lines stored so far in a job's files (tests, diagnostics).
   int64_t LineCount(const std::string& job_id) const;
+  // Removes every log of the job (files and index): retention of finished
+  // jobs. Readers already holding a cursor of it read nothing more.
+  absl::Status DeleteJob(const std::string& job_id);
 
  private:
   struct FileIndex {

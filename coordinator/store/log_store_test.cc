@@ -1,6 +1,7 @@
 #include "coordinator/store/log_store.h"
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -65,6 +66,24 @@ TEST_F(LogStoreTest, ReadsMergeByTimeAndAdvanceTheCursor) {
   chunk = store_->Read(query, &cursor, 3, 1 << 20);
   EXPECT_EQ(chunk->lines_size(), 0);
   EXPECT_EQ(chunk.ok(), true);
+}
+
+TEST_F(LogStoreTest, DeleteJobRemovesItsFilesAndIndexOnly) {
+  Append({Line(1, 0, 1, "a0", 10), Line(1, 1, 1, "a1", 11)}, 2);
+  v1::LogChunk other;
+  *other.add_lines() = Line(1, 0, 1, "other", 12);
+  other.mutable_lines(0)->set_job_id("j-2");
+  ASSERT_TRUE(store_->Append(other).ok());
+  ASSERT_EQ(store_->LineCount("j-1"), 2);
+  ASSERT_TRUE(store_->DeleteJob("j-1").ok());
+  EXPECT_EQ(store_->LineCount("j-1"), 0);
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/j-1"));
+  EXPECT_EQ(store_->LineCount("j-2"), 1);
+  Open();  // nothing of it comes back from disk
+  EXPECT_EQ(store_->LineCount("j-1"), 0);
+  EXPECT_EQ(store_->LineCount("j-2"), 1);
+  EXPECT_EQ(store_->DeleteJob("../x").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store_->DeleteJob("j-9").ok());
 }
 
 TEST_F(LogStoreTest, DuplicatesAndInvalidLinesAreDropped) {

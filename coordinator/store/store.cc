@@ -262,6 +262,27 @@ absl::StatusOr<v1::Placement> Store::LoadPlacement(const std::string& job_id, in
   return LoadPlacementLocked(job_id, generation);
 }
 
+absl::Status Store::DeleteJobs(const std::vector<std::string>& job_ids) {
+  if (job_ids.empty()) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(&db_));
+  for (const char* table : {"job_events", "placements", "rank_assignments", "checkpoint_shards", "checkpoints"}) {
+    ASSIGN_OR_RETURN(SqliteStatement del, db_.Prepare(absl::StrCat("DELETE FROM ", table, " WHERE job_id = ?")));
+    for (const std::string& id : job_ids) {
+      del.Reset();
+      del.Bind(1, id);
+      RETURN_IF_ERROR(del.Run());
+    }
+  }
+  ASSIGN_OR_RETURN(SqliteStatement del, db_.Prepare("DELETE FROM jobs WHERE id = ?"));
+  for (const std::string& id : job_ids) {
+    del.Reset();
+    del.Bind(1, id);
+    RETURN_IF_ERROR(del.Run());
+  }
+  return txn.Commit();
+}
+
 absl::StatusOr<std::vector<JobRecord>> Store::LoadJobs() {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteStatement stmt,

@@ -110,6 +110,10 @@ class Store {
                                                        const v1::Placement* placement);
 
   // Every job in submit order, each with its current generation's placement.
+  // Deletes the jobs and everything stored of them (events, placements,
+  // rank assignments, checkpoint records) in one transaction (retention of
+  // finished jobs). Unknown ids are ignored.
+  absl::Status DeleteJobs(const std::vector<std::string>& job_ids);
   absl::StatusOr<std::vector<JobRecord>> LoadJobs();
   // A job's events with sequence > after_sequence, in order.
   absl::StatusOr<std::vector<v1::JobEvent>> LoadEvents(const std::string& job_id, int64_t after_sequence);
