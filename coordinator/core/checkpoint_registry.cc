@@ -114,7 +114,13 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
                                                         std::optional<v1::JobEvent> event_if_complete) {
   RETURN_IF_ERROR(Validate(commit));
   if (keep < 1) return Invalid("keep", absl::StrCat("must be >= 1, got ", keep));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  BeginWriteLocked(lock, commit.job_id);
+  struct EndWrite {
+    CheckpointRegistry* registry;
+    const std::string& job_id;
+    ~EndWrite() { registry->EndWriteLocked(job_id); }  // mu_ is held again by then
+  } end_write{this, commit.job_id};
   std::map<Key, StoredCheckpoint>& checkpoints = jobs_[commit.job_id];
   const Key key{commit.generation, commit.step};
   auto it = checkpoints.find(key);
@@ -208,7 +214,12 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
     }
     write.event = std::move(event_if_complete);
   }
-  ASSIGN_OR_RETURN(std::optional<v1::JobEvent> stored_event, store_->CommitCheckpoint(write));
+  // The job's records cannot change meanwhile (it is marked as being
+  // written), and `checkpoints` stays valid (map nodes are stable).
+  lock.unlock();
+  absl::StatusOr<std::optional<v1::JobEvent>> stored_event = store_->CommitCheckpoint(write);
+  lock.lock();
+  if (!stored_event.ok()) return stored_event.status();
 
   for (const CheckpointKey& p : write.prune) {
     StoredCheckpoint& c = checkpoints.at({p.generation, p.step});
@@ -221,13 +232,29 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
   result.checkpoint = next.info;
   result.completed = next.info.complete();
   result.prune_paths = std::move(prune_paths);
-  result.event = std::move(stored_event);
+  result.event = *std::move(stored_event);
   return result;
+}
+
+void CheckpointRegistry::BeginWriteLocked(std::unique_lock<std::mutex>& lock, const std::string& job_id) {
+  written_.wait(lock, [&] { return writing_.count(job_id) == 0; });
+  writing_.insert(job_id);
+}
+
+void CheckpointRegistry::EndWriteLocked(const std::string& job_id) {
+  writing_.erase(job_id);
+  written_.notify_all();
 }
 
 absl::StatusOr<bool> CheckpointRegistry::MarkDamaged(const std::string& job_id, int64_t generation, int64_t step,
                                                      const std::string& damage, v1::JobEvent event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  BeginWriteLocked(lock, job_id);
+  struct EndWrite {
+    CheckpointRegistry* registry;
+    const std::string& job_id;
+    ~EndWrite() { registry->EndWriteLocked(job_id); }
+  } end_write{this, job_id};
   StoredCheckpoint* found = nullptr;
   if (auto job = jobs_.find(job_id); job != jobs_.end()) {
     auto it = job->second.find({generation, step});
@@ -241,7 +268,10 @@ absl::StatusOr<bool> CheckpointRegistry::MarkDamaged(const std::string& job_id, 
   if (!c.info.damage().empty()) return false;
   const std::string why = damage.empty() ? "damaged (no reason given)" : damage;
   const google::protobuf::Timestamp now = ToProtoTime(clock_->Now());
-  RETURN_IF_ERROR(store_->MarkCheckpointDamaged({job_id, generation, step}, why, now, std::move(event)).status());
+  lock.unlock();
+  absl::Status stored = store_->MarkCheckpointDamaged({job_id, generation, step}, why, now, std::move(event)).status();
+  lock.lock();
+  RETURN_IF_ERROR(stored);
   c.info.set_damage(why);
   *c.info.mutable_damage_time() = now;
   return true;
@@ -268,7 +298,8 @@ std::vector<v1::CheckpointInfo> CheckpointRegistry::List(const std::string& job_
 }
 
 void CheckpointRegistry::Forget(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  written_.wait(lock, [&] { return writing_.count(job_id) == 0; });  // a write holds a reference into jobs_
   jobs_.erase(job_id);
 }
 

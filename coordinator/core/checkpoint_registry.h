@@ -30,12 +30,18 @@
 // Fencing (is the commit's generation the job's current one?) is the
 // caller's (JobController's) business.
 //
-// Thread-safe (one internal mutex; the Store is called under it).
+// Thread-safe. One internal mutex guards the records and is never held during
+// a Store call: a commit or damage report plans its change under it, writes
+// the Store without it, then applies. Changes of one job take turns (a job
+// being written is marked; the next change of that job waits for it), so
+// readers (Latest, List) and other jobs' commits never wait for a write.
 
 #include <cstdint>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,8 +123,15 @@ class CheckpointRegistry {
   const Clock* clock_;
   Store* store_;
 
+  // Waits until no change of `job_id` is being written, then marks it as
+  // being written; EndWrite clears the mark. With mu_ held.
+  void BeginWriteLocked(std::unique_lock<std::mutex>& lock, const std::string& job_id);
+  void EndWriteLocked(const std::string& job_id);
+
   mutable std::mutex mu_;
-  std::map<std::string, std::map<Key, StoredCheckpoint>> jobs_;
+  std::condition_variable written_;                           // a job's write ended
+  std::map<std::string, std::map<Key, StoredCheckpoint>> jobs_;  // guarded by mu_
+  std::set<std::string> writing_;                             // jobs whose change is being written
 };
 
 }  // namespace ringmaster::coordinator
