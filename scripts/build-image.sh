@@ -17,6 +17,8 @@
 # Usage: scripts/build-image.sh [--out DIR] [--bin-dir DIR]
 #   --bin-dir: take the four binaries from DIR instead of building them.
 set -euo pipefail
+# chroot, ldconfig and friends live in sbin, which a minimal PATH (Bazel tests) leaves out.
+export PATH=$PATH:/usr/sbin:/sbin
 cd "$(dirname "$0")/.."
 
 out=bazel-image
@@ -36,8 +38,15 @@ for tool in mmdebstrap umoci skopeo; do
 done
 
 version=$(sed -n 's/.*kVersion\[\] = "\(.*\)";/\1/p' common/cli_flags.h)
-revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || revision="$revision-dirty"
+# The source revision: RINGMASTER_REVISION, else the checkout's commit (+ "-dirty"
+# with uncommitted changes), else "unknown" (e.g. outside a git checkout).
+if [ -n "${RINGMASTER_REVISION:-}" ]; then
+  revision=$RINGMASTER_REVISION
+elif revision=$(git rev-parse HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || revision="$revision-dirty"
+else
+  revision=unknown
+fi
 binaries=(ringmaster-coordinator ringmaster-worker ringmaster-trainer ringmaster)
 if [ -z "$bin_dir" ]; then
   step "building the binaries (CUDA)"

@@ -12,13 +12,15 @@
 # archive, or with binaries built without CUDA (the image is the CUDA build).
 # Usage: image_test.sh CLI COORDINATOR WORKER TRAINER
 set -uo pipefail
+# chroot, ldconfig and friends live in sbin, which a minimal PATH (Bazel tests) leaves out.
+export PATH=$PATH:/usr/sbin:/sbin
 skip() { echo "SKIP: $*"; exit 0; }
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (mmdebstrap, chroot, unshare)"
 for tool in mmdebstrap umoci skopeo unshare; do
   command -v "$tool" >/dev/null || skip "$tool not found (scripts/install-deps.sh image)"
 done
-ldd "$4" | grep -q libcudart || skip "the binaries are built without CUDA (--config=cpu); the image is the CUDA build"
+[[ $(ldd "$4") == *libcudart* ]] || skip "the binaries are built without CUDA (--config=cpu); the image is the CUDA build"
 [ -d /usr/share/datasets/fashion-mnist ] || skip "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 
 tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/rm-image-XXXXXX")

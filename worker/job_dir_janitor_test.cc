@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace ringmaster::worker {
