@@ -29,11 +29,11 @@ absl::StatusOr<std::unique_ptr<HostStepScaler>> HostStepScaler::Create(const Los
                                                      g.defined() ? DeviceName(g.device()) : "undefined"));
     }
   }
-  return std::unique_ptr<HostStepScaler>(new HostStepScaler(config, policy, std::move(grads)));
+  return std::unique_ptr<HostStepScaler>(new HostStepScaler(policy, std::move(grads)));
 }
 
-HostStepScaler::HostStepScaler(const LossScalerConfig& config, LossScaler policy, std::vector<Tensor> grads)
-    : config_(config), policy_(policy), grads_(std::move(grads)), flag_(Tensor::Zeros({1})) {
+HostStepScaler::HostStepScaler(LossScaler policy, std::vector<Tensor> grads)
+    : policy_(policy), grads_(std::move(grads)), flag_(Tensor::Zeros({1})) {
   snapshot_.scaler = policy_.State();
 }
 

@@ -102,9 +102,8 @@ class HostStepScaler final : public StepScaler {
   absl::Status LoadState(const LossScalerState& state, int64_t optimizer_steps) override;
 
  private:
-  HostStepScaler(const LossScalerConfig& config, LossScaler policy, std::vector<Tensor> grads);
+  HostStepScaler(LossScaler policy, std::vector<Tensor> grads);
 
-  const LossScalerConfig config_;
   LossScaler policy_;
   const std::vector<Tensor> grads_;
   Tensor flag_;
