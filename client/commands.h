@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "client/cli.h"
 #include "proto/job_service.grpc.pb.h"
 
@@ -64,8 +65,24 @@ struct CancelOptions {
 };
 int RunCancel(JobStub& stub, const GlobalOptions& global, const CancelOptions& options, Console& console);
 
-// nodes: the registered nodes.
+// nodes: the registered nodes, with their state (ready, cordoned, draining,
+// lost) and who cordoned them.
 int RunNodes(JobStub& stub, const GlobalOptions& global, Console& console);
+
+// nodes cordon|uncordon|drain NODE [--reason TEXT] (drain: [--no-wait] [--timeout D])
+struct NodeCommandOptions {
+  std::string node;    // id or hostname
+  std::string reason;  // recorded with the cordon
+  bool wait = true;    // drain: until nothing runs on the node
+  absl::Duration timeout = absl::Minutes(30);  // drain: how long to wait
+};
+// Cordon: no new jobs on the node; uncordon: it takes jobs again.
+int RunCordon(JobStub& stub, const GlobalOptions& global, const NodeCommandOptions& options, bool uncordon,
+              Console& console);
+// Drain: cordons the node and has every job there checkpoint and move to
+// other nodes; waits (printing each job that moved) until nothing runs
+// there, unless !wait. kExitError when the timeout passes first.
+int RunDrain(JobStub& stub, const GlobalOptions& global, const NodeCommandOptions& options, Console& console);
 
 // checkpoints JOB [--all]: the job's checkpoints, newest first.
 struct CheckpointsOptions {

@@ -253,11 +253,81 @@ TEST_F(CommandsTest, NodesTable) {
   b->set_hostname("cpu-b");
   b->set_state(v1::NODE_STATE_LOST);
   b->set_cpu_slots(4);
+  v1::NodeInfo* c = script().list_nodes.add_nodes();
+  c->set_node_id("n-3");
+  c->set_hostname("gpu-c");
+  c->set_state(v1::NODE_STATE_CORDONED);
+  c->set_cordoned_by("alice");
+  c->set_cordon_reason("bad DIMM");
+  c->set_draining(true);
+  v1::NodeInfo* d = script().list_nodes.add_nodes();
+  d->set_node_id("n-4");
+  d->set_hostname("gpu-d");
+  d->set_state(v1::NODE_STATE_LOST);
+  d->set_cordoned_by("worker");
   EXPECT_EQ(RunNodes(*stub_, global_, console_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "ID   HOSTNAME  ADDRESS        STATE  GPUS  CPUS   JOBS  LABELS           VERSION\n"
-            "n-1  gpu-a     10.0.0.1:7000  READY  4/8   60/64  j-2   rack=a3,zone=z1  0.1.0\n"
-            "n-2  cpu-b     -              LOST   0/0   0/4    -     -                -\n");
+            "ID   HOSTNAME  ADDRESS        STATE          GPUS  CPUS   JOBS  CORDONED         LABELS           VERSION\n"
+            "n-1  gpu-a     10.0.0.1:7000  READY          4/8   60/64  j-2   -                rack=a3,zone=z1  0.1.0\n"
+            "n-2  cpu-b     -              LOST           0/0   0/4    -     -                -                -\n"
+            "n-3  gpu-c     -              DRAINING       0/0   0/0    -     alice: bad DIMM  -                -\n"
+            "n-4  gpu-d     -              LOST,CORDONED  0/0   0/0    -     worker           -                -\n");
+}
+
+TEST_F(CommandsTest, CordonAndUncordonSayWhatChanged) {
+  v1::NodeInfo& node = *script().cordon.mutable_node();
+  node.set_node_id("n-3");
+  node.set_hostname("gpu-c");
+  node.add_allocations()->set_job_id("j-7");
+  NodeCommandOptions options;
+  options.node = "gpu-c";
+  options.reason = "flaky NVLink";
+  EXPECT_EQ(RunCordon(*stub_, global_, options, /*uncordon=*/false, console_), kExitOk);
+  EXPECT_EQ(out_.str(), "node gpu-c (n-3) cordoned: no new jobs; 1 job(s) keep running there (ringmaster nodes drain "
+                        "gpu-c moves them)\n");
+  EXPECT_EQ(RunCordon(*stub_, global_, options, /*uncordon=*/true, console_), kExitOk);
+  ASSERT_EQ(calls().cordon.size(), 2u);
+  EXPECT_EQ(calls().cordon[0].node(), "gpu-c");
+  EXPECT_EQ(calls().cordon[0].reason(), "flaky NVLink");
+  EXPECT_FALSE(calls().cordon[0].uncordon());
+  EXPECT_TRUE(calls().cordon[1].uncordon());
+  script().cordon_status = grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "only an admin may cordon nodes");
+  EXPECT_EQ(RunCordon(*stub_, global_, options, false, console_), kExitError);
+  EXPECT_NE(err_.str().find("only an admin may cordon nodes"), std::string::npos) << err_.str();
+}
+
+TEST_F(CommandsTest, DrainWaitsUntilTheNodeIsEmpty) {
+  v1::NodeInfo& draining = *script().drain.mutable_node();
+  draining.set_node_id("n-3");
+  draining.set_hostname("gpu-c");
+  draining.set_draining(true);
+  draining.add_allocations()->set_job_id("j-7");
+  script().drain.add_job_ids("j-7");
+  // What ListNodes says next: the job moved, the drain is over.
+  v1::NodeInfo* after = script().list_nodes.add_nodes();
+  after->set_node_id("n-3");
+  after->set_hostname("gpu-c");
+  after->set_state(v1::NODE_STATE_CORDONED);
+  NodeCommandOptions options;
+  options.node = "n-3";
+  EXPECT_EQ(RunDrain(*stub_, global_, options, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "draining node gpu-c (n-3): cordoned; 1 job(s) checkpoint and move: j-7\n"
+            "  j-7 moved off gpu-c\n"
+            "node gpu-c (n-3) drained: nothing runs there; it stays cordoned (ringmaster nodes uncordon gpu-c to use "
+            "it again)\n");
+  // Still draining when the time is up: an error, saying what is left.
+  after->set_draining(true);
+  after->add_allocations()->set_job_id("j-7");
+  options.timeout = absl::Milliseconds(500);
+  EXPECT_EQ(RunDrain(*stub_, global_, options, console_), kExitError);
+  EXPECT_NE(err_.str().find("node gpu-c (n-3) is still draining after 500ms; jobs there: j-7"), std::string::npos)
+      << err_.str();
+  // --no-wait returns at once.
+  options.wait = false;
+  const int lists = calls().list_nodes;
+  EXPECT_EQ(RunDrain(*stub_, global_, options, console_), kExitOk);
+  EXPECT_EQ(calls().list_nodes, lists);
 }
 
 TEST_F(CommandsTest, CheckpointsTableAndJson) {

@@ -95,6 +95,24 @@ grpc::Status FakeJobService::ListNodes(grpc::ServerContext*, const v1::ListNodes
   return grpc::Status::OK;
 }
 
+grpc::Status FakeJobService::CordonNode(grpc::ServerContext*, const v1::CordonNodeRequest* request,
+                                        v1::CordonNodeResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.cordon.push_back(*request);
+  if (!script_.cordon_status.ok()) return script_.cordon_status;
+  *response = script_.cordon;
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeJobService::DrainNode(grpc::ServerContext*, const v1::DrainNodeRequest* request,
+                                       v1::DrainNodeResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.drain.push_back(*request);
+  if (!script_.drain_status.ok()) return script_.drain_status;
+  *response = script_.drain;
+  return grpc::Status::OK;
+}
+
 grpc::Status FakeJobService::ListCheckpoints(grpc::ServerContext*, const v1::ListCheckpointsRequest* request,
                                              v1::ListCheckpointsResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -35,6 +35,10 @@ class FakeJobService final : public v1::JobService::Service {
     v1::ListNodesResponse list_nodes;
     grpc::Status checkpoints_status;
     v1::ListCheckpointsResponse checkpoints;
+    grpc::Status cordon_status;
+    v1::CordonNodeResponse cordon;
+    grpc::Status drain_status;
+    v1::DrainNodeResponse drain;
     // StreamLogs sends these chunks, then ends with logs_status.
     std::vector<v1::LogChunk> log_chunks;
     grpc::Status logs_status;
@@ -54,6 +58,8 @@ class FakeJobService final : public v1::JobService::Service {
     std::vector<v1::WatchJobRequest> watch;
     int list_nodes = 0;
     std::vector<v1::ListCheckpointsRequest> checkpoints;
+    std::vector<v1::CordonNodeRequest> cordon;
+    std::vector<v1::DrainNodeRequest> drain;
   };
 
   Script& script() { return script_; }
@@ -77,6 +83,10 @@ class FakeJobService final : public v1::JobService::Service {
                          v1::ListNodesResponse* response) override;
   grpc::Status ListCheckpoints(grpc::ServerContext*, const v1::ListCheckpointsRequest* request,
                                v1::ListCheckpointsResponse* response) override;
+  grpc::Status CordonNode(grpc::ServerContext*, const v1::CordonNodeRequest* request,
+                          v1::CordonNodeResponse* response) override;
+  grpc::Status DrainNode(grpc::ServerContext*, const v1::DrainNodeRequest* request,
+                         v1::DrainNodeResponse* response) override;
 
  private:
   std::mutex mu_;

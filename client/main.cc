@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/time/time.h"
 #include "client/cli.h"
 #include "client/commands.h"
 #include "client/connection.h"
@@ -126,7 +127,37 @@ int main(int argc, char** argv) {
   cancel_cmd->add_option("job", cancel.job_id, "Job id")->required();
   cancel_cmd->add_option("--reason", cancel_reason, "Why (recorded in the job's timeline)");
 
-  CLI::App* nodes_cmd = app.add_subcommand("nodes", "List the registered nodes");
+  CLI::App* nodes_cmd = app.add_subcommand("nodes", "List the registered nodes; cordon, uncordon or drain one");
+  nodes_cmd->require_subcommand(0, 1);
+  nodes_cmd->fallthrough();
+  nodes_cmd->footer(
+      "Rolling worker upgrade, one node at a time: ringmaster nodes drain NODE; upgrade and restart its worker; "
+      "ringmaster nodes uncordon NODE.");
+  NodeCommandOptions node_command;
+  std::string drain_timeout = "30m";
+  CLI::App* cordon_cmd = nodes_cmd->add_subcommand("cordon", "Place no new jobs on a node (what runs there goes on)");
+  CLI::App* uncordon_cmd = nodes_cmd->add_subcommand("uncordon", "Let a cordoned or drained node take jobs again");
+  CLI::App* drain_cmd = nodes_cmd->add_subcommand(
+      "drain", "Cordon a node and move its jobs: each checkpoints now and resumes on other nodes");
+  for (CLI::App* sub : {cordon_cmd, uncordon_cmd, drain_cmd}) {
+    sub->add_option("node", node_command.node, "Node id (n-3) or hostname")->required();
+    sub->fallthrough();
+  }
+  for (CLI::App* sub : {cordon_cmd, drain_cmd}) {
+    sub->add_option("--reason", node_command.reason, "Why (shown by `ringmaster nodes`)");
+  }
+  drain_cmd->add_flag("!--no-wait", node_command.wait, "Return at once instead of waiting until the node is empty");
+  drain_cmd->add_option("--timeout", drain_timeout, "How long to wait for the node to empty (30s, 10m, 1h)")
+      ->check([](const std::string& text) {
+        absl::Duration d;
+        return absl::ParseDuration(text, &d) && d > absl::ZeroDuration()
+                   ? std::string()
+                   : "a positive duration such as 90s, 10m or 1h is expected, got \"" + text + "\"";
+      })
+      ->capture_default_str();
+  cordon_cmd->footer("Example: ringmaster nodes cordon dgx-07 --reason 'flaky NVLink'");
+  uncordon_cmd->footer("Example: ringmaster nodes uncordon dgx-07");
+  drain_cmd->footer("Example: ringmaster nodes drain dgx-07 --reason 'driver upgrade' --timeout 20m");
 
   CheckpointsOptions checkpoints;
   CLI::App* checkpoints_cmd = app.add_subcommand("checkpoints", "List a job's checkpoints, newest first");
@@ -207,7 +238,16 @@ int main(int argc, char** argv) {
     cancel.reason = "cancelled by " + UserName() + (cancel_reason.empty() ? "" : ": " + cancel_reason);
     return RunCancel(*stub, global, cancel, console);
   }
-  if (nodes_cmd->parsed()) return RunNodes(*stub, global, console);
+  if (nodes_cmd->parsed()) {
+    if (cordon_cmd->parsed() || uncordon_cmd->parsed()) {
+      return RunCordon(*stub, global, node_command, uncordon_cmd->parsed(), console);
+    }
+    if (drain_cmd->parsed()) {
+      (void)absl::ParseDuration(drain_timeout, &node_command.timeout);  // checked by the option
+      return RunDrain(*stub, global, node_command, console);
+    }
+    return RunNodes(*stub, global, console);
+  }
   if (checkpoints_cmd->parsed()) return RunCheckpoints(*stub, global, checkpoints, console);
   return kExitUsage;  // unreachable: one command was parsed
 }

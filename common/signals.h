@@ -7,8 +7,9 @@
 
 namespace ringmaster {
 
-void BlockShutdownSignals();
-int WaitForShutdownSignal();
+// `extra` (e.g. SIGUSR1; 0: none) is blocked and waited for too.
+void BlockShutdownSignals(int extra = 0);
+int WaitForShutdownSignal(int extra = 0);
 
 }  // namespace ringmaster
 

@@ -236,6 +236,7 @@ int main(int argc, char** argv) {
       return s;
     };
     options.should_stop = [&] { return agent->stop_requested(); };
+    options.checkpoint_requested = [&] { return agent->checkpoint_requested(); };
     // Only what the coordinator recorded as committed is resumed from.
     options.resume_from = context->has_resume_from() ? context->resume_from().path() : "";
     options.on_resume_damaged = [&](const absl::Status& damage) {

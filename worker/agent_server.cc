@@ -109,6 +109,7 @@ class AgentServer::Services {
         return Reject(context, grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, check.reason));
       }
       response->set_stop(check.state == CallerState::kOver);
+      response->set_checkpoint(check.checkpoint_requested);
       if (check.state == CallerState::kCurrent) {
         if (metrics_ != nullptr) {
           metrics_->RecordStep(check.job_id, check.generation, request->global_rank(), request->metrics());

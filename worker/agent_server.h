@@ -7,7 +7,9 @@
 // socket). An adapter:
 //   - AgentService.ReportMetrics: a running rank's step metrics go to the
 //     WorkerMetrics and, as RankProgress, to `on_progress` (the session relays
-//     them). A rank whose generation is over gets stop=true.
+//     them). A rank whose generation is over gets stop=true; one whose
+//     generation the coordinator asked for a checkpoint (a drain) gets
+//     checkpoint=true.
 //   - CheckpointService.Commit also records the checkpoint's write time and
 //     size in the WorkerMetrics.
 //   - RendezvousService and CheckpointService: forwarded to the coordinator

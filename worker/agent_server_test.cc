@@ -375,9 +375,19 @@ TEST_F(AgentServerTest, ReportMetricsFeedsMetricsAndProgressAndTellsOldRanksToSt
     EXPECT_EQ(progress_[0].metrics().step(), 42);
   }
 
+  // A drain asks the current generation for a checkpoint; only it hears so.
+  EXPECT_FALSE(response.checkpoint());
+  EXPECT_FALSE(supervisor_.RequestCheckpoint("j", 1));  // not the current generation
+  EXPECT_FALSE(supervisor_.RequestCheckpoint("other", 2));
+  ASSERT_TRUE(supervisor_.RequestCheckpoint("j", 2));
+  ASSERT_TRUE(agent_stub_->ReportMetrics(Context().get(), report, &response).ok());
+  EXPECT_TRUE(response.checkpoint());
+  EXPECT_FALSE(response.stop());
+
   report.set_generation(1);
   ASSERT_TRUE(agent_stub_->ReportMetrics(Context().get(), report, &response).ok());
   EXPECT_TRUE(response.stop());
+  EXPECT_FALSE(response.checkpoint());
 
   report.set_generation(2);
   supervisor_.Stop("j", 2, {1}, absl::Seconds(30));  // being stopped: told to exit
@@ -388,7 +398,7 @@ TEST_F(AgentServerTest, ReportMetricsFeedsMetricsAndProgressAndTellsOldRanksToSt
   EXPECT_EQ(agent_stub_->ReportMetrics(Context().get(), report, &response).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
   std::lock_guard<std::mutex> lock(mu_);
-  EXPECT_EQ(progress_.size(), 1u);
+  EXPECT_EQ(progress_.size(), 2u);
 }
 
 TEST_F(AgentServerTest, TheSocketIsPrivateReplacesAStaleOneAndIsRemovedAtStop) {

@@ -147,6 +147,24 @@ void CoordinatorSession::ReportProgress(const v1::RankProgress& progress) {
   cv_.notify_all();
 }
 
+void CoordinatorSession::RequestDrain(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  drain_reason_ = reason.empty() ? "the worker drains its node" : reason;
+  outbox_.push_back(DrainMessage());
+  cv_.notify_all();
+}
+
+bool CoordinatorSession::drain_requested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !drain_reason_.empty();
+}
+
+v1::WorkerMessage CoordinatorSession::DrainMessage() const {
+  v1::WorkerMessage message;
+  message.mutable_drain()->set_reason(drain_reason_);
+  return message;
+}
+
 std::string CoordinatorSession::node_id() const {
   std::lock_guard<std::mutex> lock(mu_);
   return node_id_;
@@ -214,6 +232,7 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
   v1::RegisterNodeRequest request;
   *request.mutable_node() = options_.node;
   request.mutable_node()->set_node_id(node_id());
+  request.set_drain(drain_requested());
   for (const RunningRankInfo& r : supervisor_->Running()) *request.add_running_ranks() = ToRunningRank(r);
   v1::RegisterNodeResponse response;
   grpc::ClientContext context;
@@ -283,6 +302,8 @@ absl::Status CoordinatorSession::RunSession(bool* got_lease) {
     active_call_ = &context;
     reader_done_ = false;
     outbox_.clear();  // answers meant for the previous session
+    // A drain asked for after the registration was sent.
+    if (!drain_reason_.empty()) outbox_.push_back(DrainMessage());
   }
   stream = stub_->Session(&context);
   v1::WorkerMessage open;
@@ -369,6 +390,14 @@ void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1
       case v1::CoordinatorMessage::kStop:
         launcher_->Stop(message.stop());
         break;
+      case v1::CoordinatorMessage::kCheckpoint: {
+        const v1::CheckpointNow& checkpoint = message.checkpoint();
+        if (supervisor_->RequestCheckpoint(checkpoint.job_id(), checkpoint.generation())) {
+          spdlog::info("job {} generation {}: checkpoint requested ({})", checkpoint.job_id(),
+                       checkpoint.generation(), checkpoint.reason());
+        }
+        break;
+      }
       default:
         spdlog::warn("ignoring a coordinator message of unknown kind {}", static_cast<int>(message.kind_case()));
     }

@@ -11,7 +11,10 @@
 //     of the lease), the StartRanksResult of every StartRanks, and the ranks'
 //     progress (the latest report per rank; older ones are coalesced).
 //   - StartRanks / StopRanks coming down the stream go to the RankLauncher,
-//     on the stream's reader thread (starting a rank takes milliseconds).
+//     on the stream's reader thread (starting a rank takes milliseconds);
+//     CheckpointNow to the ProcessSupervisor, whose fencing tells the ranks.
+//   - RequestDrain (the worker got SIGUSR1): a DrainRequest on the session,
+//     and `drain` on every registration after it.
 //   - Whenever the stream ends (coordinator restarted, network, a session the
 //     coordinator no longer knows: NOT_FOUND / FAILED_PRECONDITION) the worker
 //     registers again, after an exponential backoff with jitter that resets
@@ -91,6 +94,11 @@ class CoordinatorSession {
   void ReportExit(const RankExit& exit);
   // Relays a rank's step metrics on the session. Never blocks.
   void ReportProgress(const v1::RankProgress& progress);
+  // Asks the coordinator to drain this node (SIGUSR1): on the session now,
+  // and with every later registration, for as long as this worker runs.
+  // Never blocks.
+  void RequestDrain(const std::string& reason);
+  bool drain_requested() const;
   // Waits at most `drain_timeout` for queued exit reports to be delivered,
   // then closes the session (the stream's writes end) and joins every thread.
   // Idempotent.
@@ -113,6 +121,7 @@ class CoordinatorSession {
   void ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream, bool* got_lease);
   void ExitLoop();
   v1::WorkerMessage HeartbeatMessage() const;
+  v1::WorkerMessage DrainMessage() const;  // with mu_ held
   void SetNodeId(const std::string& node_id);
   // Waits on cv_ until `d` passes or Stop; false when stopping.
   bool SleepFor(absl::Duration d);
@@ -137,6 +146,7 @@ class CoordinatorSession {
   bool reader_done_ = false;
   std::deque<v1::WorkerMessage> outbox_;
   std::map<RankKey, v1::RankProgress> progress_;
+  std::string drain_reason_;  // non-empty: RequestDrain was called
 
   // Exit reporting.
   std::condition_variable exits_cv_;

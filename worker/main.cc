@@ -2,6 +2,9 @@
 // builds the worker's parts in dependency order, serves until SIGINT/SIGTERM,
 // then stops the ranks (SIGTERM, SIGKILL after the grace period), reports
 // their exits, closes the session with the coordinator and exits 0.
+// SIGUSR1 drains the node: the coordinator moves its jobs to other nodes
+// (each checkpoints first) and places nothing new here (deploy/slurm sends
+// it before an allocation ends).
 //
 //   ringmaster-worker --coordinator HOST:PORT [--cpu-slots N] [--state-dir DIR]
 //                     [--listen-address HOST] [--metrics-listen HOST:PORT]
@@ -10,6 +13,7 @@
 //                     [--tls-ca FILE --tls-cert FILE --tls-key FILE] [--join-token-file FILE]
 //                     [--job-retention-days DAYS] [--job-retention-count N]
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -293,7 +297,13 @@ int Run(const Flags& flags) {
   session->Start();
   janitor.Start();
 
-  const int sig = WaitForShutdownSignal();
+  int sig = 0;
+  while ((sig = WaitForShutdownSignal(SIGUSR1)) == SIGUSR1) {
+    // Before a Slurm allocation ends (sbatch --signal=USR1@300), or by hand:
+    // the coordinator moves this node's jobs elsewhere and places none here.
+    spdlog::info("SIGUSR1: draining this node: its jobs checkpoint and move to other nodes");
+    session->RequestDrain("the worker got SIGUSR1 (e.g. its Slurm allocation ends soon)");
+  }
   spdlog::info("signal {}: stopping {} rank(s), grace {}s", sig, supervisor.RunningCount(), flags.stop_grace_period);
   supervisor.Shutdown(absl::Seconds(flags.stop_grace_period));  // every exit reported to the session
   janitor.Stop();
@@ -312,8 +322,13 @@ int Run(const Flags& flags) {
 }  // namespace ringmaster::worker
 
 int main(int argc, char** argv) {
-  ringmaster::BlockShutdownSignals();  // before any thread starts
+  ringmaster::BlockShutdownSignals(SIGUSR1);  // before any thread starts; SIGUSR1: drain the node
   CLI::App app{"ringmaster-worker: runs the trainers of this node for the coordinator"};
+  app.footer(
+      "Signals: SIGTERM/SIGINT stop the ranks and the worker. SIGUSR1 drains the node: the coordinator has each "
+      "job here checkpoint and move to other nodes, and places nothing new here until a new worker registers it "
+      "(or `ringmaster nodes uncordon`).\nExample: ringmaster-worker --coordinator coord:7070 --state-dir "
+      "/var/lib/ringmaster/worker");
   ringmaster::worker::Flags flags;
   ringmaster::AddCommonFlags(app, &flags.common);
   app.add_option("--coordinator", flags.coordinator, "Coordinator address (host:port)")->capture_default_str();

@@ -60,7 +60,7 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
           StopLocked(pid, process, options_.supersede_grace);
         }
       }
-      fence = JobFence{generation, {}, false};
+      fence = JobFence{generation, {}, false, false};
     }
     for (const RankLaunch& launch : launches) {
       if (fence.started.count(launch.global_rank) > 0) {
@@ -227,6 +227,7 @@ CallerCheck ProcessSupervisor::CheckCaller(const std::string& job_id, int64_t ge
       return check;
     }
     check.state = CallerState::kCurrent;
+    check.checkpoint_requested = fence->second.checkpoint_requested;
     return check;
   }
   if (fence->second.started.count(rank) > 0) {
@@ -237,6 +238,14 @@ CallerCheck ProcessSupervisor::CheckCaller(const std::string& job_id, int64_t ge
   check.reason = absl::StrCat("rank ", rank, " of job ", check.job_id, " generation ", check.generation,
                               " does not run on this node");
   return check;
+}
+
+bool ProcessSupervisor::RequestCheckpoint(const std::string& job_id, int64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto fence = jobs_.find(job_id);
+  if (fence == jobs_.end() || fence->second.generation != generation || fence->second.stopped) return false;
+  fence->second.checkpoint_requested = true;
+  return true;
 }
 
 void ProcessSupervisor::ReapLoop() {

@@ -95,6 +95,8 @@ struct CallerCheck {
   std::string job_id;
   int64_t generation = 0;
   std::string reason;  // for kOver and kUnknown
+  // kCurrent: the coordinator asked the generation for a checkpoint now.
+  bool checkpoint_requested = false;
 };
 
 struct SupervisorOptions {
@@ -149,6 +151,10 @@ class ProcessSupervisor {
   // empty job_id means the only job this node runs; generation 0 the job's
   // current one.
   CallerCheck CheckCaller(const std::string& job_id, int64_t generation, int32_t rank) const;
+  // The coordinator asks the job's generation `generation` for a checkpoint
+  // now (a drain); CheckCaller says so to its ranks from then on. False when
+  // that is not the job's current, running generation here.
+  bool RequestCheckpoint(const std::string& job_id, int64_t generation);
 
  private:
   struct Process {
@@ -168,6 +174,7 @@ class ProcessSupervisor {
     int64_t generation = 0;
     std::set<int32_t> started;  // ranks of `generation` started here
     bool stopped = false;       // a stop order for the whole generation came
+    bool checkpoint_requested = false;  // RequestCheckpoint
   };
 
   void ReapLoop();

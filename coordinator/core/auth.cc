@@ -166,4 +166,11 @@ absl::Status AuthorizeCancel(const Caller& caller, const std::string& owner, con
                                                   "; only its owner or an admin may cancel it"));
 }
 
+absl::Status AuthorizeNodeAdmin(const Caller& caller, absl::string_view what) {
+  if (caller.admin || caller.user.empty()) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("only an admin may ", what, " nodes; ", caller.user, " is not one"));
+}
+
+std::string OperatorName(const Caller& caller) { return caller.user.empty() ? "operator" : caller.user; }
+
 }  // namespace ringmaster::coordinator

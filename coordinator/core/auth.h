@@ -121,6 +121,14 @@ class Authenticator {
 // (caller.user empty). PERMISSION_DENIED otherwise, naming the owner.
 absl::Status AuthorizeCancel(const Caller& caller, const std::string& owner, const std::string& job_id);
 
+// May `caller` cordon, uncordon or drain nodes (`what`)? Admins may; so may
+// anyone when users are not authenticated (caller.user empty).
+// PERMISSION_DENIED otherwise.
+absl::Status AuthorizeNodeAdmin(const Caller& caller, absl::string_view what);
+// Who a cordon records: the caller's user name, or "operator" when users are
+// not authenticated.
+std::string OperatorName(const Caller& caller);
+
 }  // namespace ringmaster::coordinator
 
 #endif  // RINGMASTER_COORDINATOR_AUTH_H_

@@ -12,7 +12,7 @@
 namespace ringmaster::coordinator {
 namespace {
 
-constexpr const char* kNodeStates[3] = {"ready", "draining", "lost"};
+constexpr const char* kNodeStates[3] = {"ready", "cordoned", "lost"};
 constexpr const char* kSlotStates[3] = {"allocated", "free", "unavailable"};
 constexpr absl::Duration kNodeCountsTtl = absl::Milliseconds(100);
 
@@ -118,7 +118,7 @@ CoordinatorMetrics::NodeCounts CoordinatorMetrics::Counts() {
   if (now - counts_at_ < kNodeCountsTtl) return counts_;
   NodeCounts c;
   for (const v1::NodeInfo& node : nodes_->ListNodes()) {
-    const int state = node.state() == v1::NODE_STATE_READY ? 0 : node.state() == v1::NODE_STATE_DRAINING ? 1 : 2;
+    const int state = node.state() == v1::NODE_STATE_READY ? 0 : node.state() == v1::NODE_STATE_CORDONED ? 1 : 2;
     c.nodes[state] += 1;
     const int idle = state == 0 ? 1 : 2;  // free, or unavailable
     c.gpus[0] += node.gpus_size() - node.free_gpus();

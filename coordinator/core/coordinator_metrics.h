@@ -13,9 +13,9 @@
 //                                                since the histogram only learns of a wait once it ends
 //   ringmaster_job_state{job,state}              gauge: 1 for each non-terminal job's state (the
 //                                                dashboards' job list); terminal jobs leave it
-//   ringmaster_nodes{state}                      gauge: nodes per state (ready, draining, lost)
+//   ringmaster_nodes{state}                      gauge: nodes per state (ready, cordoned, lost)
 //   ringmaster_gpus{state}                       gauge: GPUs allocated (held by ranks), free (on
-//                                                READY nodes), unavailable (DRAINING/LOST nodes)
+//                                                READY nodes), unavailable (CORDONED/LOST nodes)
 //   ringmaster_cpu_slots{state}                  gauge: CPU slots, the same states
 //   ringmaster_node_sessions                     gauge: workers with an open Session stream
 //   ringmaster_scheduling_latency_seconds        histogram: one scheduling pass over a non-empty queue

@@ -3,11 +3,15 @@
 
 #include <utility>
 
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
 namespace ringmaster::coordinator {
 
 JobController::JobController(const Clock* clock, Store* store, NodeRegistry* nodes, CheckpointRegistry* checkpoints,
                              Rendezvous* rendezvous, JobControllerOptions options)
-    : rendezvous_(rendezvous),
+    : nodes_(nodes),
+      rendezvous_(rendezvous),
       lifecycle_(clock, store, nodes, checkpoints, rendezvous, options),
       reconciler_(nodes, &lifecycle_, options),
       dispatcher_(clock, nodes, &lifecycle_, options.on_schedule_pass) {}
@@ -55,8 +59,9 @@ absl::StatusOr<std::vector<v1::CheckpointInfo>> JobController::ListCheckpoints(c
 // ---- NodeService ----
 
 absl::StatusOr<NodeRegistrationResult> JobController::RegisterNode(const v1::NodeInfo& node,
-                                                                   const std::vector<RunningRank>& running) {
-  return reconciler_.RegisterNode(node, running);
+                                                                   const std::vector<RunningRank>& running,
+                                                                   bool worker_drains) {
+  return reconciler_.RegisterNode(node, running, worker_drains);
 }
 
 std::vector<StartOrder> JobController::AssignmentsForNode(const std::string& node_id) const {
@@ -97,9 +102,43 @@ absl::Status JobController::ReportDamagedCheckpoint(const DamagedCheckpoint& rep
 
 // ---- time ----
 
+// ---- cordon and drain ----
+
+absl::StatusOr<v1::NodeInfo> JobController::CordonNode(const std::string& node, const std::string& by,
+                                                       const std::string& reason) {
+  ASSIGN_OR_RETURN(std::string node_id, nodes_->Resolve(node));
+  return nodes_->SetCordon(node_id, by, reason);
+}
+
+absl::StatusOr<DrainResult> JobController::DrainNode(const std::string& node, const std::string& by,
+                                                     const std::string& reason) {
+  ASSIGN_OR_RETURN(std::string node_id, nodes_->Resolve(node));
+  ASSIGN_OR_RETURN(v1::NodeInfo info, nodes_->StartDrain(node_id, by, reason));
+  DrainResult result;
+  result.job_ids = lifecycle_.DrainNode(node_id, info.hostname());
+  ASSIGN_OR_RETURN(result.node, nodes_->GetNode(node_id));
+  return result;
+}
+
+void JobController::ContinueDrains() {
+  for (const std::string& node_id : nodes_->DrainingNodes()) {
+    absl::StatusOr<v1::NodeInfo> info = nodes_->GetNode(node_id);
+    if (!info.ok()) continue;
+    // Done once no job is placed there and every rank stopped there has exited.
+    if (lifecycle_.DrainNode(node_id, info->hostname()).empty() && nodes_->SlotsOn(node_id).empty()) {
+      if (absl::Status s = nodes_->EndDrain(node_id); !s.ok()) {
+        spdlog::warn("node {}: drain end not stored (next tick): {}", info->hostname(), s.ToString());
+      } else {
+        spdlog::info("node {} drained: nothing runs there; it stays cordoned", info->hostname());
+      }
+    }
+  }
+}
+
 void JobController::Tick() {
   reconciler_.HandleLostNodes();
   lifecycle_.CheckProgress();
+  ContinueDrains();
   rendezvous_->CheckDeadlines();  // may call OnRendezvousFailed: no lock of ours held here
   ScheduleNow();
 }

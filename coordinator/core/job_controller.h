@@ -22,7 +22,8 @@
 //
 // Time: Tick() (call it about once a second) expires node leases, restarts
 // generations that made no progress for restart.progress_timeout_seconds,
-// lets the Rendezvous fail generations past their deadline, and schedules.
+// moves jobs off draining nodes, lets the Rendezvous fail generations past
+// their deadline, and schedules.
 //
 // Threading: thread-safe; the managers' locks, never one for everything.
 // JobListener callbacks run with the changed job's lock held, in the order
@@ -107,8 +108,11 @@ class JobController : public RendezvousListener {
   // ranks of generations that are over get stop orders (and keep their
   // slots until their exits are reported); ranks of a RUNNING generation
   // placed on this node that are no longer running fail that generation.
+  // `worker_drains`: the worker drains its node (NodeRegistry::Register);
+  // the jobs move at the next Tick.
   absl::StatusOr<NodeRegistrationResult> RegisterNode(const v1::NodeInfo& node,
-                                                      const std::vector<RunningRank>& running);
+                                                      const std::vector<RunningRank>& running,
+                                                      bool worker_drains = false);
   // What should run on a node now: a start order per current generation
   // placed there (sent when a worker's session opens; workers treat a start
   // order for ranks already running as done).
@@ -154,6 +158,18 @@ class JobController : public RendezvousListener {
   // checkpoint.
   absl::Status ReportDamagedCheckpoint(const DamagedCheckpoint& report);
 
+  // ---- cordon and drain (JobService, and a worker draining itself) ----
+
+  // Cordons the node `node` names (an id or a hostname) on behalf of `by`,
+  // or, with `by` empty, uncordons it (a drain in progress ends; jobs
+  // already moved stay where they are). NOT_FOUND; INVALID_ARGUMENT for a
+  // hostname several nodes share.
+  absl::StatusOr<v1::NodeInfo> CordonNode(const std::string& node, const std::string& by, const std::string& reason);
+  // Cordons the node and moves every job placed there
+  // (JobLifecycle::DrainNode), now and at every Tick, until no rank runs
+  // there; then the node's `draining` ends (it stays cordoned).
+  absl::StatusOr<DrainResult> DrainNode(const std::string& node, const std::string& by, const std::string& reason);
+
   // ---- retention ----
 
   // Deletes finished jobs past `retention` (JobLifecycle::ExpireFinished);
@@ -162,7 +178,8 @@ class JobController : public RendezvousListener {
 
   // ---- time ----
 
-  // Lost nodes, progress timeouts, rendezvous deadlines, then ScheduleNow.
+  // Lost nodes, progress timeouts, drains, rendezvous deadlines, then
+  // ScheduleNow.
   void Tick();
   // One scheduling pass over QUEUED and RESTARTING jobs.
   void ScheduleNow();
@@ -172,6 +189,10 @@ class JobController : public RendezvousListener {
   void OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) override;
 
  private:
+  // One round of every drain in progress; ends those with nothing left.
+  void ContinueDrains();
+
+  NodeRegistry* const nodes_;
   Rendezvous* const rendezvous_;
   JobLifecycle lifecycle_;
   NodeReconciler reconciler_;

@@ -21,17 +21,7 @@ using testing::MakeSpec;
 class JobControllerFailureTest : public JobControllerFixture {
  protected:
   ShardCommit Checkpoint(const std::string& id, int64_t step, int64_t generation = -1) {
-    ShardCommit c;
-    c.job_id = id;
-    c.generation = generation < 0 ? MustGet(id).generation() : generation;
-    c.step = step;
-    c.path = absl::StrCat("/ckpt/", id, "/step-", step);
-    c.files.resize(1);
-    c.files[0].set_path("model.safetensors");
-    c.files[0].set_size_bytes(100);
-    c.files[0].mutable_checksum()->set_algorithm(v1::FileChecksum::CRC32);
-    c.files[0].mutable_checksum()->set_hex("12345678");
-    return c;
+    return CheckpointCommit(id, step, generation);
   }
 };
 

@@ -142,6 +142,21 @@ class JobLifecycle : public RendezvousListener {
   void AssignmentsForNode(const std::string& node_id,
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
 
+  // ---- drains ----
+  // Moves every job whose current generation is placed on `node_id`, a node
+  // being drained (`hostname` for messages); called again at every tick
+  // until none is left:
+  //  * RUNNING: its ranks are asked for a checkpoint now (a DRAIN_REQUESTED
+  //    event; CheckpointNow orders to each of its nodes, sent again every
+  //    30 s while it waits). The next checkpoint that completes moves it
+  //    (CommitCheckpoint); so does drain_checkpoint_timeout without one,
+  //    from its newest checkpoint;
+  //  * PLACED or STARTING: moved at once (it has trained nothing new).
+  // Moved: the generation stops (NODE_DRAINED, no state dump) and the job
+  // waits for nodes again, the restart not counted against max_restarts.
+  // Returns the ids of the jobs still placed on the node.
+  std::vector<std::string> DrainNode(const std::string& node_id, const std::string& hostname);
+
   // ---- retention ----
   // Deletes the finished jobs that ended more than retention.max_age before
   // `now`, or are beyond the newest retention.max_count finished ones: from
@@ -176,6 +191,16 @@ class JobLifecycle : public RendezvousListener {
     // restart: the orders then name the latest checkpoint.
     bool resume_chosen = false;
     std::optional<v1::CheckpointInfo> resume_from;
+    // A drain asked the current generation for a checkpoint; the next one
+    // that completes (saved_step) moves the job off `node_id`.
+    struct DrainWait {
+      std::string node_id;
+      std::string hostname;
+      absl::Time requested;
+      absl::Time sent;           // CheckpointNow orders last sent
+      int64_t saved_step = -1;   // >= 0: the checkpoint came; move it
+    };
+    std::optional<DrainWait> drain;
   };
   // What readers see of a job: published after each change of its entry.
   struct View {
@@ -191,6 +216,7 @@ class JobLifecycle : public RendezvousListener {
     std::string node_id;    // the node it happened on (node strikes), if known
     std::string lost_node;  // a lost node: no stop order is sent there
     bool unrecoverable = false;  // no restart can fix it: FAILED at once
+    bool dump_state = true;      // the ranks dump their state before they stop
   };
 
   std::shared_ptr<Entry> Find(const std::string& job_id) const;
@@ -227,6 +253,11 @@ class JobLifecycle : public RendezvousListener {
   // unrecoverable or no restarts are left (RestartCounts says which restarts
   // use them up). Stops the generation's ranks (except on the lost node).
   absl::Status FailGenerationLocked(Entry& entry, const GenerationFailure& failure);
+  // Moves a job off the drained node: its generation stops (NODE_DRAINED).
+  absl::Status MoveOffDrainedLocked(Entry& entry, const std::string& node_id, const std::string& hostname,
+                                    const std::string& why);
+  // CheckpointNow orders to every node of the current generation.
+  void SendCheckpointNowLocked(Entry& entry);
   std::vector<StopOrder> StopOrdersLocked(const Entry& entry, const std::string& reason,
                                           const std::string& skip_node) const;
   // OK when `generation` is the job's current, active one; FAILED_PRECONDITION

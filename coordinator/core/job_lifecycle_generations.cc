@@ -125,6 +125,7 @@ void JobLifecycle::DispatchLocked(Entry& entry) {
   const v1::Job& job = entry.record.job;
   entry.progress.clear();
   entry.exited_ok.clear();
+  entry.drain.reset();
   ClearProgress(job.id());
   entry.rendezvous_deadline = clock_->Now() + options_.rendezvous_timeout;
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
@@ -222,8 +223,9 @@ absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFa
     stop_reason = absl::StrCat("generation ", job.generation(), " restarting: ", why);
   }
   std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, failure.lost_node);
-  for (StopOrder& order : stop) order.dump_state = true;
+  for (StopOrder& order : stop) order.dump_state = failure.dump_state;
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
+  entry.drain.reset();
   rendezvous_->EndGeneration(entry.record.job.id(), entry.record.job.generation());
   NotifyStopLocked(stop);
   return absl::OkStatus();
@@ -350,6 +352,15 @@ absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& c
                                  absl::StrCat("checkpoint at step ", commit.step, " committed: ", commit.path));
   ASSIGN_OR_RETURN(CommitResult result, checkpoints_->Commit(commit, job.spec().checkpoint().keep(), event));
   if (result.event.has_value()) NotifyJobLocked(entry, {*result.event});
+  if (result.event.has_value() && entry.drain.has_value()) {
+    // The checkpoint a drain waited for: the job moves now (at the next
+    // tick if this fails; the commit itself stands).
+    entry.drain->saved_step = commit.step;
+    const std::string why = absl::StrCat("checkpoint at step ", commit.step, " written");
+    if (absl::Status s = MoveOffDrainedLocked(entry, entry.drain->node_id, entry.drain->hostname, why); !s.ok()) {
+      spdlog::error("job {}: drain move not applied (retrying next tick): {}", commit.job_id, s.ToString());
+    }
+  }
   return result;
 }
 

@@ -64,6 +64,8 @@ std::string ReasonCode(v1::JobEventKind kind) {
       return "Failed";
     case v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED:
       return "CheckpointDamaged";
+    case v1::JOB_EVENT_KIND_NODE_DRAINED:
+      return "NodeDrained";
     default:
       return "";
   }
@@ -71,7 +73,8 @@ std::string ReasonCode(v1::JobEventKind kind) {
 
 bool RestartCounts(const std::string& reason) {
   return reason != ReasonCode(v1::JOB_EVENT_KIND_RECOVERED) &&
-         reason != ReasonCode(v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED);
+         reason != ReasonCode(v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED) &&
+         reason != ReasonCode(v1::JOB_EVENT_KIND_NODE_DRAINED);
 }
 
 }  // namespace ringmaster::coordinator

@@ -40,6 +40,9 @@ struct JobControllerOptions {
   // A node where a job failed this often within the cool-down is left out of
   // that job's placements for the cool-down, while the job fits elsewhere.
   NodeStrikePolicy node_strikes;
+  // A drained node's job whose ranks wrote no checkpoint this long after
+  // they were asked for one is moved all the same, from its newest one.
+  absl::Duration drain_checkpoint_timeout = absl::Minutes(5);
   // Called after every scheduling pass over a non-empty queue with the time
   // it took (injected clock), for metrics. Runs on the pass's thread, while
   // no other pass runs: it must only record. May be empty.
@@ -89,6 +92,15 @@ struct StopOrder {
   bool dump_state = false;  // the generation failed: ranks dump their state first
 };
 
+// Ask a generation's ranks on one node for a checkpoint now (NodeService
+// CheckpointNow): a node of the job is being drained.
+struct CheckpointOrder {
+  std::string node_id;
+  std::string job_id;
+  int64_t generation = 0;
+  std::string reason;
+};
+
 // Notified of every change, with the changed job's mutex held
 // (job_lifecycle.h): a listener must only record or enqueue, never block or
 // call back. Calls for different jobs may come from different threads at
@@ -102,6 +114,7 @@ class JobListener {
   virtual void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) = 0;
   virtual void OnStartRanks(const StartOrder& order) = 0;
   virtual void OnStopRanks(const StopOrder& order) = 0;
+  virtual void OnCheckpointNow(const CheckpointOrder& /*order*/) {}
 };
 
 // A trainer process exited (ReportRankExitRequest).
@@ -159,6 +172,11 @@ struct ListJobsQuery {
 struct ListJobsPage {
   std::vector<v1::Job> jobs;  // newest submission first
   std::string next_page_token;  // empty on the last page
+};
+
+struct DrainResult {
+  v1::NodeInfo node;                 // after the request
+  std::vector<std::string> job_ids;  // the jobs being moved off it
 };
 
 struct CancelResult {

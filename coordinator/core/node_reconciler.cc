@@ -13,7 +13,8 @@ NodeReconciler::NodeReconciler(NodeRegistry* nodes, JobLifecycle* jobs, const Jo
     : nodes_(nodes), jobs_(jobs), options_(options) {}
 
 absl::StatusOr<NodeRegistrationResult> NodeReconciler::RegisterNode(const v1::NodeInfo& node,
-                                                                    const std::vector<RunningRank>& running) {
+                                                                    const std::vector<RunningRank>& running,
+                                                                    bool worker_drains) {
   // Every process the worker runs keeps its GPU / slots until its exit is
   // reported, whatever its generation: held as the node registers.
   std::vector<RankSlot> hold;
@@ -22,7 +23,7 @@ absl::StatusOr<NodeRegistrationResult> NodeReconciler::RegisterNode(const v1::No
       hold.push_back(*std::move(slot));
     }
   }
-  ASSIGN_OR_RETURN(NodeRegistration registration, nodes_->Register(node, hold));
+  ASSIGN_OR_RETURN(NodeRegistration registration, nodes_->Register(node, hold, worker_drains));
   const std::string& node_id = registration.node_id;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -38,7 +38,8 @@ class NodeReconciler {
   NodeReconciler(NodeRegistry* nodes, JobLifecycle* jobs, const JobControllerOptions& options);
 
   absl::StatusOr<NodeRegistrationResult> RegisterNode(const v1::NodeInfo& node,
-                                                      const std::vector<RunningRank>& running);
+                                                      const std::vector<RunningRank>& running,
+                                                      bool worker_drains = false);
   void AssignmentsForNode(const std::string& node_id,
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
   void HandleLostNodes();

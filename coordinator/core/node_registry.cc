@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/proto_time.h"
 #include "spdlog/spdlog.h"
@@ -54,7 +55,8 @@ absl::Status NodeRegistry::Recover() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold) {
+absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold,
+                                                        bool worker_drains) {
   RETURN_IF_ERROR(ValidateNode(node));
   v1::NodeInfo info;
   {
@@ -72,9 +74,23 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
     auto it = nodes_.find(node_id);
     const bool known = it != nodes_.end();
     info.set_node_id(known ? node_id : "");
-    info.set_state(known && it->second.info.state() == v1::NODE_STATE_DRAINING ? v1::NODE_STATE_DRAINING
-                                                                               : v1::NODE_STATE_READY);
+    if (known) {  // an operator's cordon and drain outlive registrations
+      info.set_cordoned_by(it->second.info.cordoned_by());
+      info.set_cordon_reason(it->second.info.cordon_reason());
+      info.set_draining(it->second.info.draining());
+    }
   }
+  if (worker_drains && info.cordoned_by().empty()) {
+    info.set_cordoned_by(kCordonedByWorker);
+    info.set_cordon_reason("the worker drains its node");
+  }
+  if (worker_drains) info.set_draining(true);
+  if (!worker_drains && info.cordoned_by() == kCordonedByWorker) {  // a new worker: the node is capacity again
+    info.clear_cordoned_by();
+    info.clear_cordon_reason();
+    info.set_draining(false);
+  }
+  info.set_state(info.cordoned_by().empty() ? v1::NODE_STATE_READY : v1::NODE_STATE_CORDONED);
   info.set_hostname(node.hostname());
   info.set_address(node.address());
   *info.mutable_gpus() = node.gpus();
@@ -153,23 +169,80 @@ std::vector<std::string> NodeRegistry::ExpireLeases() {
   return lost;
 }
 
-absl::Status NodeRegistry::SetDraining(const std::string& node_id, bool draining) {
+absl::StatusOr<std::string> NodeRegistry::Resolve(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (nodes_.count(name) > 0) return name;
+  std::vector<std::string> ids;
+  for (const auto& [id, node] : nodes_) {
+    if (node.info.hostname() == name) ids.push_back(id);
+  }
+  if (ids.empty()) return absl::NotFoundError(absl::StrCat("node: no node has the id or hostname \"", name, "\""));
+  if (ids.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("node: ", ids.size(), " nodes have the hostname \"", name,
+                                                   "\" (", absl::StrJoin(ids, ", "), "); name one by its id"));
+  }
+  return ids.front();
+}
+
+absl::StatusOr<v1::NodeInfo> NodeRegistry::SetCordon(const std::string& node_id, const std::string& by,
+                                                     const std::string& reason) {
+  return Update(node_id, [&](v1::NodeInfo& info) {
+    info.set_cordoned_by(by);
+    info.set_cordon_reason(by.empty() ? "" : reason);
+    if (by.empty()) info.set_draining(false);
+  });
+}
+
+absl::StatusOr<v1::NodeInfo> NodeRegistry::StartDrain(const std::string& node_id, const std::string& by,
+                                                      const std::string& reason) {
+  return Update(node_id, [&](v1::NodeInfo& info) {
+    if (info.cordoned_by().empty() || info.cordoned_by() == kCordonedByWorker) {
+      info.set_cordoned_by(by);
+      info.set_cordon_reason(reason);
+    }
+    info.set_draining(true);
+  });
+}
+
+absl::Status NodeRegistry::EndDrain(const std::string& node_id) {
+  return Update(node_id, [](v1::NodeInfo& info) { info.set_draining(false); }).status();
+}
+
+std::vector<std::string> NodeRegistry::DrainingNodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> ids;
+  for (const auto& [id, node] : nodes_) {
+    if (node.info.draining()) ids.push_back(id);
+  }
+  return ids;
+}
+
+absl::StatusOr<v1::NodeInfo> NodeRegistry::Update(const std::string& node_id,
+                                                  const std::function<void(v1::NodeInfo&)>& change) {
   v1::NodeInfo info;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = nodes_.find(node_id);
     if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
-    if (it->second.info.state() == v1::NODE_STATE_LOST) {
-      return absl::FailedPreconditionError(absl::StrCat("node ", node_id, " is LOST"));
-    }
     info = it->second.info;
   }
-  info.set_state(draining ? v1::NODE_STATE_DRAINING : v1::NODE_STATE_READY);
+  change(info);
+  if (info.state() != v1::NODE_STATE_LOST) {
+    info.set_state(info.cordoned_by().empty() ? v1::NODE_STATE_READY : v1::NODE_STATE_CORDONED);
+  }
+  // Durable first, then in memory; the lease state is the registry's own.
   RETURN_IF_ERROR(store_->PutNode(info).status());
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(node_id);
-  if (it != nodes_.end() && it->second.info.state() != v1::NODE_STATE_LOST) it->second.info.set_state(info.state());
-  return absl::OkStatus();
+  if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));
+  v1::NodeInfo& live = it->second.info;
+  live.set_cordoned_by(info.cordoned_by());
+  live.set_cordon_reason(info.cordon_reason());
+  live.set_draining(info.draining());
+  if (live.state() != v1::NODE_STATE_LOST) {
+    live.set_state(live.cordoned_by().empty() ? v1::NODE_STATE_READY : v1::NODE_STATE_CORDONED);
+  }
+  return SnapshotLocked(it->second);
 }
 
 v1::NodeInfo NodeRegistry::SnapshotLocked(const Node& node) const {

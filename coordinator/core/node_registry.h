@@ -6,7 +6,7 @@
 //
 // Owns: per node its NodeInfo (GPUs, CPU slots, labels, address, state), its
 // lease and session, and its rank slots. Free capacity = what no rank slot
-// holds. Node registrations and state changes (READY, DRAINING, LOST) are
+// holds. Node registrations and state changes (READY, CORDONED, LOST) are
 // written to the Store; leases and slots are in memory (after a coordinator
 // restart every node gets a fresh lease; the JobController re-reserves the
 // slots of the generations it recovers).
@@ -21,6 +21,7 @@
 // Thread-safe (one internal mutex; never calls out while holding it).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -35,6 +36,9 @@
 #include "proto/node.pb.h"
 
 namespace ringmaster::coordinator {
+
+// NodeInfo.cordoned_by of a node its own worker drained (SIGUSR1).
+inline constexpr char kCordonedByWorker[] = "worker";
 
 struct NodeRegistryOptions {
   // Workers heartbeat at least this often.
@@ -69,20 +73,24 @@ class NodeRegistry {
  public:
   NodeRegistry(const Clock* clock, Store* store, NodeRegistryOptions options = {});
 
-  // Loads the nodes of the store. READY and DRAINING nodes get a lease from
+  // Loads the nodes of the store. READY and CORDONED nodes get a lease from
   // now of max(lease, recovery_grace) and no valid session (their workers
   // register again); LOST nodes stay LOST. Call once, before anything else.
   absl::Status Recover();
 
   // Registers a node (first time: empty node_id) or registers it again (a
-  // new session; a LOST node becomes READY, a DRAINING node stays DRAINING).
+  // new session; a LOST node comes back READY, or CORDONED while cordoned).
   // Takes hostname, address, gpus, cpu_slots, labels, worker_version from
   // `node`. INVALID_ARGUMENT for an empty hostname, a GPU without uuid or a
   // uuid listed twice, negative cpu_slots. `hold`: slots of rank processes
   // the worker still runs, reserved on the node in the same step, before
   // any placement can see its capacity (a slot that conflicts is skipped and
-  // logged). The store write happens outside the registry's lock.
-  absl::StatusOr<NodeRegistration> Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold = {});
+  // logged). `worker_drains`: the worker drains its node (cordoned by
+  // "worker" unless an operator cordoned it, and draining); false clears a
+  // cordon the worker set (an operator's stays). The store write happens
+  // outside the registry's lock.
+  absl::StatusOr<NodeRegistration> Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold = {},
+                                            bool worker_drains = false);
 
   // Renews the lease; returns the new expiry. NOT_FOUND for an unknown node;
   // FAILED_PRECONDITION when session_id is not the node's current session
@@ -96,9 +104,23 @@ class NodeRegistry {
   // registry's lock is released.
   std::vector<std::string> ExpireLeases();
 
-  // DRAINING nodes take no new placements; running ranks continue.
-  // NOT_FOUND / FAILED_PRECONDITION (a LOST node).
-  absl::Status SetDraining(const std::string& node_id, bool draining);
+  // Cordons: what NodeInfo.cordoned_by says. A cordoned node takes no new
+  // placements; what runs there continues. Kept in the store.
+  //
+  // The id of the node `name` names: an id, else a hostname. NOT_FOUND;
+  // INVALID_ARGUMENT when several nodes have that hostname.
+  absl::StatusOr<std::string> Resolve(const std::string& name) const;
+  // Cordons the node (`by`: who, `reason`: why) or, with `by` empty,
+  // uncordons it, which also ends a drain. A LOST node may be cordoned: it
+  // comes back cordoned. Returns the node after it; NOT_FOUND.
+  absl::StatusOr<v1::NodeInfo> SetCordon(const std::string& node_id, const std::string& by, const std::string& reason);
+  // Marks the node draining and cordons it (by, reason), unless an operator
+  // cordoned it already. NOT_FOUND.
+  absl::StatusOr<v1::NodeInfo> StartDrain(const std::string& node_id, const std::string& by, const std::string& reason);
+  // The drain is over (nothing runs there any more); the node stays cordoned.
+  absl::Status EndDrain(const std::string& node_id);
+  // Nodes with a drain in progress.
+  std::vector<std::string> DrainingNodes() const;
 
   // The node with its lease, allocations and free counts. NOT_FOUND.
   absl::StatusOr<v1::NodeInfo> GetNode(const std::string& node_id) const;
@@ -138,6 +160,9 @@ class NodeRegistry {
   v1::NodeInfo SnapshotLocked(const Node& node) const;
   absl::Status CheckSessionLocked(const std::string& node_id, int64_t session_id) const;
   absl::Status ReserveLocked(Node& node, const std::string& node_id, const std::vector<RankSlot>& slots);
+  // Applies `change` (cordon fields only) to a copy of the node's info,
+  // stores it, then applies it in memory with the state that follows.
+  absl::StatusOr<v1::NodeInfo> Update(const std::string& node_id, const std::function<void(v1::NodeInfo&)>& change);
 
   const Clock* clock_;
   Store* store_;

@@ -121,7 +121,8 @@ TEST_F(NodeRegistryTest, HeartbeatsKeepTheLeaseThreeMissedLoseTheNode) {
 TEST_F(NodeRegistryTest, UnknownNodeIsNotFound) {
   EXPECT_EQ(registry_->Heartbeat("n-9", 1).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(registry_->GetNode("n-9").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(registry_->SetDraining("n-9", true).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry_->SetCordon("n-9", "alice", "").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry_->Resolve("n-9").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(registry_->Reserve("n-9", {}).code(), absl::StatusCode::kNotFound);
 }
 
@@ -163,27 +164,97 @@ TEST_F(NodeRegistryTest, FreeCapacityIsWhatNoRankHolds) {
   EXPECT_EQ(registry_->SchedulableCapacity()[0].free_cpu_slots, 16);
 }
 
-TEST_F(NodeRegistryTest, DrainingNodesTakeNoNewPlacements) {
+TEST_F(NodeRegistryTest, CordonedNodesTakeNoNewPlacements) {
   NodeRegistration a = MustRegister(MakeNode("host-a", 8));
   MustRegister(MakeNode("host-b", 8));
-  ASSERT_TRUE(registry_->SetDraining(a.node_id, true).ok());
+  absl::StatusOr<v1::NodeInfo> cordoned = registry_->SetCordon(a.node_id, "alice", "kernel upgrade");
+  ASSERT_TRUE(cordoned.ok());
+  EXPECT_EQ(cordoned->state(), v1::NODE_STATE_CORDONED);
+  EXPECT_EQ(cordoned->cordoned_by(), "alice");
+  EXPECT_EQ(cordoned->cordon_reason(), "kernel upgrade");
   std::vector<NodeCapacity> cap = registry_->SchedulableCapacity();
   ASSERT_EQ(cap.size(), 1u);
   EXPECT_EQ(cap[0].hostname, "host-b");
-  // Heartbeats continue while draining; registering again keeps it draining.
+  // Heartbeats continue while cordoned; registering again keeps it cordoned,
+  // also after the lease ran out (an operator's cordon outlives it).
   EXPECT_TRUE(registry_->Heartbeat(a.node_id, a.session_id).ok());
+  clock_.Advance(absl::Seconds(16));
+  ASSERT_EQ(registry_->ExpireLeases().size(), 2u);
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_LOST);
+  EXPECT_EQ(registry_->GetNode(a.node_id)->cordoned_by(), "alice");
   v1::NodeInfo again = MakeNode("host-a", 8);
   again.set_node_id(a.node_id);
   MustRegister(again);
-  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_DRAINING);
-  ASSERT_TRUE(registry_->SetDraining(a.node_id, false).ok());
-  EXPECT_EQ(registry_->SchedulableCapacity().size(), 2u);
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_CORDONED);
+  ASSERT_TRUE(registry_->SetCordon(a.node_id, "", "").ok());
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_READY);
+  EXPECT_EQ(registry_->GetNode(a.node_id)->cordoned_by(), "");
+  EXPECT_EQ(registry_->SchedulableCapacity().size(), 1u);  // host-b is LOST
+}
+
+TEST_F(NodeRegistryTest, DrainsCordonAndEndWhenTold) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  absl::StatusOr<v1::NodeInfo> draining = registry_->StartDrain(a.node_id, "bob", "driver upgrade");
+  ASSERT_TRUE(draining.ok());
+  EXPECT_TRUE(draining->draining());
+  EXPECT_EQ(draining->state(), v1::NODE_STATE_CORDONED);
+  EXPECT_EQ(draining->cordoned_by(), "bob");
+  EXPECT_EQ(registry_->DrainingNodes(), std::vector<std::string>{a.node_id});
+  ASSERT_TRUE(registry_->EndDrain(a.node_id).ok());
+  EXPECT_TRUE(registry_->DrainingNodes().empty());
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_CORDONED);  // stays cordoned
+  // Uncordoning ends a drain too.
+  ASSERT_TRUE(registry_->StartDrain(a.node_id, "bob", "again").ok());
+  ASSERT_TRUE(registry_->SetCordon(a.node_id, "", "").ok());
+  EXPECT_TRUE(registry_->DrainingNodes().empty());
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_READY);
+}
+
+TEST_F(NodeRegistryTest, AWorkerDrainingItselfIsUncordonedByTheNextWorker) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  v1::NodeInfo again = MakeNode("host-a", 8);
+  again.set_node_id(a.node_id);
+  ASSERT_TRUE(registry_->Register(again, {}, /*worker_drains=*/true).ok());
+  v1::NodeInfo info = *registry_->GetNode(a.node_id);
+  EXPECT_EQ(info.cordoned_by(), kCordonedByWorker);
+  EXPECT_TRUE(info.draining());
+  EXPECT_EQ(info.state(), v1::NODE_STATE_CORDONED);
+  // The same worker registering again (a reconnect) keeps asking; a new worker
+  // process (the next Slurm allocation) does not, and the node is capacity again.
+  ASSERT_TRUE(registry_->Register(again, {}, true).ok());
+  EXPECT_EQ(registry_->GetNode(a.node_id)->cordoned_by(), kCordonedByWorker);
+  ASSERT_TRUE(registry_->Register(again, {}, false).ok());
+  info = *registry_->GetNode(a.node_id);
+  EXPECT_EQ(info.cordoned_by(), "");
+  EXPECT_FALSE(info.draining());
+  EXPECT_EQ(info.state(), v1::NODE_STATE_READY);
+  // An operator's cordon is not the worker's to clear.
+  ASSERT_TRUE(registry_->SetCordon(a.node_id, "alice", "bad DIMM").ok());
+  ASSERT_TRUE(registry_->Register(again, {}, true).ok());
+  EXPECT_EQ(registry_->GetNode(a.node_id)->cordoned_by(), "alice");
+  EXPECT_TRUE(registry_->GetNode(a.node_id)->draining());
+  ASSERT_TRUE(registry_->Register(again, {}, false).ok());
+  EXPECT_EQ(registry_->GetNode(a.node_id)->cordoned_by(), "alice");
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_CORDONED);
+}
+
+TEST_F(NodeRegistryTest, ResolveTakesAnIdOrAUniqueHostname) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  EXPECT_EQ(*registry_->Resolve(a.node_id), a.node_id);
+  EXPECT_EQ(*registry_->Resolve("host-a"), a.node_id);
+  v1::NodeInfo twin = MakeNode("host-a", 8);
+  twin.set_address("10.0.0.9:7071");  // another node with the same hostname
+  MustRegister(twin);
+  absl::StatusOr<std::string> ambiguous = registry_->Resolve("host-a");
+  EXPECT_EQ(ambiguous.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ambiguous.status().message(), "node: 2 nodes have the hostname \"host-a\" (n-1, n-2); name one by its id");
+  EXPECT_EQ(registry_->Resolve("host-z").status().message(), "node: no node has the id or hostname \"host-z\"");
 }
 
 TEST_F(NodeRegistryTest, RecoverReloadsNodesWithFreshLeasesAndNoSessions) {
   NodeRegistration a = MustRegister(MakeNode("host-a", 8, 0, {{"rack", "a3"}}));
   NodeRegistration b = MustRegister(MakeNode("host-b", 8));
-  ASSERT_TRUE(registry_->SetDraining(b.node_id, true).ok());
+  ASSERT_TRUE(registry_->StartDrain(b.node_id, "alice", "rma").ok());
   registry_.reset();
   store_.reset();
 
@@ -197,7 +268,10 @@ TEST_F(NodeRegistryTest, RecoverReloadsNodesWithFreshLeasesAndNoSessions) {
   EXPECT_EQ(nodes[0].labels().at("rack"), "a3");
   EXPECT_EQ(nodes[0].gpus_size(), 8);
   EXPECT_EQ(nodes[0].state(), v1::NODE_STATE_READY);
-  EXPECT_EQ(nodes[1].state(), v1::NODE_STATE_DRAINING);
+  EXPECT_EQ(nodes[1].state(), v1::NODE_STATE_CORDONED);
+  EXPECT_EQ(nodes[1].cordoned_by(), "alice");
+  EXPECT_EQ(nodes[1].cordon_reason(), "rma");
+  EXPECT_TRUE(nodes[1].draining());
   // Old sessions are gone; the lease runs from recovery.
   EXPECT_EQ(recovered.Heartbeat(a.node_id, a.session_id).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(recovered.ExpireLeases().empty());

@@ -104,4 +104,16 @@ void NodeSessions::OnStopRanks(const StopOrder& order) {
   pending.push_back(StopRanksProto(order));
 }
 
+void NodeSessions::OnCheckpointNow(const CheckpointOrder& order) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(order.node_id);
+  if (it == sessions_.end()) return;  // the drain sends it again
+  v1::CoordinatorMessage message;
+  v1::CheckpointNow& checkpoint = *message.mutable_checkpoint();
+  checkpoint.set_job_id(order.job_id);
+  checkpoint.set_generation(order.generation);
+  checkpoint.set_reason(order.reason);
+  it->second.sink->Send(std::move(message));
+}
+
 }  // namespace ringmaster::coordinator

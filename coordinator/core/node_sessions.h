@@ -72,6 +72,8 @@ class NodeSessions : public JobListener {
   void OnJobChanged(const v1::Job&, const std::vector<v1::JobEvent>&) override {}
   void OnStartRanks(const StartOrder& order) override;
   void OnStopRanks(const StopOrder& order) override;
+  // Sent to the node's session, if it has one (a drain sends it again).
+  void OnCheckpointNow(const CheckpointOrder& order) override;
 
  private:
   struct Session {

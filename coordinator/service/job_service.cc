@@ -9,6 +9,7 @@
 #include "coordinator/service/auth_processor.h"
 #include "common/grpc_status.h"
 #include "coordinator/service/watch_job_reactor.h"
+#include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
 namespace {
@@ -109,6 +110,41 @@ grpc::ServerUnaryReactor* JobService::ListNodes(grpc::CallbackServerContext* con
     }
     *response->add_nodes() = std::move(node);
   }
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::CordonNode(grpc::CallbackServerContext* context,
+                                                 const v1::CordonNodeRequest* request,
+                                                 v1::CordonNodeResponse* response) {
+  const Caller caller = CallerOf(*context);
+  if (request->node().empty()) return Reply(context, absl::InvalidArgumentError("node: must not be empty"));
+  if (absl::Status s = AuthorizeNodeAdmin(caller, request->uncordon() ? "uncordon" : "cordon"); !s.ok()) {
+    return Reply(context, s);
+  }
+  absl::StatusOr<v1::NodeInfo> node = controller_->CordonNode(
+      request->node(), request->uncordon() ? "" : OperatorName(caller), request->reason().substr(0, 256));
+  if (!node.ok()) return Reply(context, node.status());
+  spdlog::info("node {} {} by {}{}", node->hostname(), request->uncordon() ? "uncordoned" : "cordoned",
+               OperatorName(caller), request->reason().empty() ? "" : ": " + request->reason().substr(0, 256));
+  *response->mutable_node() = *std::move(node);
+  if (poke_) poke_();  // uncordoned capacity may place waiting jobs
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::DrainNode(grpc::CallbackServerContext* context,
+                                                const v1::DrainNodeRequest* request,
+                                                v1::DrainNodeResponse* response) {
+  const Caller caller = CallerOf(*context);
+  if (request->node().empty()) return Reply(context, absl::InvalidArgumentError("node: must not be empty"));
+  if (absl::Status s = AuthorizeNodeAdmin(caller, "drain"); !s.ok()) return Reply(context, s);
+  absl::StatusOr<DrainResult> result =
+      controller_->DrainNode(request->node(), OperatorName(caller), request->reason().substr(0, 256));
+  if (!result.ok()) return Reply(context, result.status());
+  spdlog::info("node {} drained by {}: {} job(s) to move", result->node.hostname(), OperatorName(caller),
+               result->job_ids.size());
+  *response->mutable_node() = std::move(result->node);
+  for (std::string& id : result->job_ids) response->add_job_ids(std::move(id));
+  if (poke_) poke_();  // jobs moved at once wait for a placement
   return Reply(context, absl::OkStatus());
 }
 

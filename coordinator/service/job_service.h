@@ -5,7 +5,7 @@
 // calls). Converts requests to the JobController's calls and absl::Status to
 // gRPC codes one to one; owns no state.
 //
-//   Submit, GetJob, ListJobs, CancelJob, ListNodes, ListCheckpoints: unary,
+//   Submit, GetJob, ListJobs, CancelJob, ListNodes, CordonNode, DrainNode, ListCheckpoints: unary,
 //     answered inline (the controller's calls are short; Submit's is one
 //     SQLite transaction). Submit and CancelJob poke the scheduler.
 //   WatchJob: a WatchJobReactor (watch_job_reactor.h).
@@ -46,6 +46,10 @@ class JobService final : public v1::JobService::CallbackService {
                                                            const v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context, const v1::ListNodesRequest* request,
                                       v1::ListNodesResponse* response) override;
+  grpc::ServerUnaryReactor* CordonNode(grpc::CallbackServerContext* context, const v1::CordonNodeRequest* request,
+                                       v1::CordonNodeResponse* response) override;
+  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* context, const v1::DrainNodeRequest* request,
+                                      v1::DrainNodeResponse* response) override;
   grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* context,
                                             const v1::ListCheckpointsRequest* request,
                                             v1::ListCheckpointsResponse* response) override;

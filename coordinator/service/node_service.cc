@@ -29,7 +29,7 @@ grpc::ServerUnaryReactor* NodeService::Register(grpc::CallbackServerContext* con
   for (const v1::RunningRank& r : request->running_ranks()) {
     running.push_back({r.job_id(), r.generation(), r.global_rank()});
   }
-  absl::StatusOr<NodeRegistrationResult> result = controller_->RegisterNode(request->node(), running);
+  absl::StatusOr<NodeRegistrationResult> result = controller_->RegisterNode(request->node(), running, request->drain());
   if (!result.ok()) return Reply(context, result.status());
   const NodeRegistration& registration = result->registration;
   response->set_node_id(registration.node_id);

@@ -71,6 +71,9 @@ void SessionReactor::Handle(const v1::WorkerMessage& message) {
       case v1::WorkerMessage::kStartResult:
         HandleStartResult(message.start_result());
         break;
+      case v1::WorkerMessage::kDrain:
+        HandleDrain(message.drain());
+        break;
       default:
         break;  // a kind this coordinator does not know: ignored
     }
@@ -128,6 +131,17 @@ void SessionReactor::HandleStartResult(const v1::StartRanksResult& result) {
       {node_id_, result.job_id(), result.generation(), result.error(), result.unrecoverable(),
        std::vector<int32_t>(result.started_ranks().begin(), result.started_ranks().end())});
   if (!s.ok()) spdlog::error("node {}: start failure of job {} not applied: {}", node_id_, result.job_id(), s.ToString());
+}
+
+void SessionReactor::HandleDrain(const v1::DrainRequest& drain) {
+  const std::string reason = drain.reason().empty() ? "the worker drains its node" : drain.reason().substr(0, 256);
+  absl::StatusOr<DrainResult> result = controller_->DrainNode(node_id_, kCordonedByWorker, reason);
+  if (!result.ok()) {
+    spdlog::error("node {}: the worker's drain request failed: {}", node_id_, result.status().ToString());
+    return;
+  }
+  spdlog::info("node {} ({}) drains itself ({}): {} job(s) to move", node_id_, result->node.hostname(), reason,
+               result->job_ids.size());
 }
 
 void SessionReactor::HandleProgress(const v1::RankProgress& progress) {

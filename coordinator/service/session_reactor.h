@@ -77,6 +77,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
   void Handle(const v1::WorkerMessage& message);
   absl::Status HandleOpen(const v1::SessionOpen& open);
   absl::Status HandleHeartbeat();
+  // The worker drains its own node (SIGUSR1): JobController::DrainNode.
+  void HandleDrain(const v1::DrainRequest& drain);
   void HandleProgress(const v1::RankProgress& progress);
   void HandleStartResult(const v1::StartRanksResult& result);
   void Pump();

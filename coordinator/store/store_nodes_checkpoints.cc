@@ -21,6 +21,9 @@ v1::NodeInfo StoredNodeFields(const v1::NodeInfo& node) {
   out.set_state(node.state());
   *out.mutable_register_time() = node.register_time();
   out.set_worker_version(node.worker_version());
+  out.set_cordoned_by(node.cordoned_by());
+  out.set_cordon_reason(node.cordon_reason());
+  out.set_draining(node.draining());
   return out;
 }
 

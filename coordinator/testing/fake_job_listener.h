@@ -27,6 +27,15 @@ class FakeJobListener : public JobListener {
     stops_.push_back(order);
   }
 
+  void OnCheckpointNow(const CheckpointOrder& order) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    checkpoints_.push_back(order);
+  }
+
+  std::vector<CheckpointOrder> checkpoint_orders() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return checkpoints_;
+  }
   std::vector<v1::Job> jobs() const {
     std::lock_guard<std::mutex> lock(mu_);
     return jobs_;
@@ -49,6 +58,7 @@ class FakeJobListener : public JobListener {
     events_.clear();
     starts_.clear();
     stops_.clear();
+    checkpoints_.clear();
   }
 
  private:
@@ -57,6 +67,7 @@ class FakeJobListener : public JobListener {
   std::vector<v1::JobEvent> events_;
   std::vector<StartOrder> starts_;
   std::vector<StopOrder> stops_;
+  std::vector<CheckpointOrder> checkpoints_;
 };
 
 }  // namespace ringmaster::coordinator

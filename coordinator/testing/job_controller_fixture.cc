@@ -139,4 +139,18 @@ void JobControllerFixture::RunToRunning(const std::string& job_id) {
   ASSERT_EQ(State(job_id), v1::JOB_STATE_RUNNING);
 }
 
+ShardCommit JobControllerFixture::CheckpointCommit(const std::string& job_id, int64_t step, int64_t generation) {
+  ShardCommit c;
+  c.job_id = job_id;
+  c.generation = generation < 0 ? MustGet(job_id).generation() : generation;
+  c.step = step;
+  c.path = absl::StrCat("/ckpt/", job_id, "/step-", step);
+  c.files.resize(1);
+  c.files[0].set_path("model.safetensors");
+  c.files[0].set_size_bytes(100);
+  c.files[0].mutable_checksum()->set_algorithm(v1::FileChecksum::CRC32);
+  c.files[0].mutable_checksum()->set_hex("12345678");
+  return c;
+}
+
 }  // namespace ringmaster::coordinator::testing

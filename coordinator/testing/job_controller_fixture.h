@@ -54,6 +54,9 @@ class JobControllerFixture : public ::testing::Test {
             bool stopped_by_worker = false, int64_t generation = -1);
   // QUEUED -> ... -> RUNNING on whatever nodes exist.
   void RunToRunning(const std::string& job_id);
+  // A whole-model checkpoint commit of the job at `step` (generation -1:
+  // its current one), with one file.
+  ShardCommit CheckpointCommit(const std::string& job_id, int64_t step, int64_t generation = -1);
 
   FakeClock clock_;
   std::string path_;

@@ -131,10 +131,16 @@ void AgentClient::SendLoop() {
     if (!status.ok()) spdlog::debug("metrics report to the worker failed: {}", status.error_message());
     lock.lock();
     if (status.ok() && response.stop()) stop_requested_ = true;
+    if (status.ok() && response.checkpoint()) checkpoint_requested_ = true;
     if (last) return;
     // At most one report per interval (the latest metrics win).
     cv_.wait_for(lock, std::chrono::milliseconds(absl::ToInt64Milliseconds(interval_)), [&] { return shutdown_; });
   }
+}
+
+bool AgentClient::checkpoint_requested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return checkpoint_requested_;
 }
 
 bool AgentClient::stop_requested() const {

@@ -3,7 +3,7 @@
 
 // AgentClient: a trainer's line to the worker that started it (the worker's
 // agent socket, ARCHITECTURE.md section 5): step metrics up, checkpoint commits
-// up, and the coordinator's request to stop down.
+// up, and the coordinator's requests (stop; checkpoint now) down.
 //
 // Its rank context (proto/rank_context.proto) names the worker's socket
 // (agent, e.g. unix:/var/lib/ringmaster/worker/agent.sock), the job, the
@@ -60,6 +60,9 @@ class AgentClient {
   // The coordinator answered a report with "stop" (cancelled, or the
   // generation is over).
   bool stop_requested() const;
+  // The coordinator answered a report with "checkpoint now" (a node of the
+  // job is being drained). Stays true.
+  bool checkpoint_requested() const;
 
   const std::string& job() const { return job_; }
   int64_t generation() const { return generation_; }
@@ -85,6 +88,7 @@ class AgentClient {
   std::optional<v1::StepMetrics> latest_;   // guarded by mu_: the last step reported
   v1::StepMetrics last_eval_;               // guarded by mu_ (eval fields only)
   bool stop_requested_ = false;             // guarded by mu_
+  bool checkpoint_requested_ = false;       // guarded by mu_
   absl::Time handed_back_ = absl::InfinitePast();  // guarded by mu_: last ReportStep/ReportEval
   bool shutdown_ = false;                   // guarded by mu_
   std::thread sender_;

@@ -77,6 +77,20 @@ bool Trainer::EvalDue() const {
   return step_ % train_loader_->batches_per_epoch() == 0;  // end of an epoch
 }
 
+absl::StatusOr<bool> Trainer::CheckpointRequestedNow() {
+  if (!options_.checkpoint_requested || checkpoint_request_done_ || options_.checkpoint_dir.empty()) return false;
+  if (step_ % std::max<int64_t>(options_.control_interval_steps, 1) != 0) return false;
+  bool requested = options_.checkpoint_requested();
+  if (distributed()) {
+    if (!control_flag_.defined()) control_flag_ = backend_->Zeros({1});
+    backend_->Fill(control_flag_, requested ? 1.0f : 0.0f);
+    RETURN_IF_ERROR(world_->AllReduce(control_flag_, dist::ReduceOp::kSum));
+    requested = HostCopy(control_flag_).f32()[0] > 0.0f;
+  }
+  checkpoint_request_done_ = requested;
+  return requested;
+}
+
 absl::Status Trainer::Run() {
   if (!options_.checkpoint_dir.empty()) {
     absl::StatusOr<int64_t> resumed = Resume();
@@ -106,7 +120,9 @@ absl::Status Trainer::Run() {
       evaluated_last = true;
     }
     bool checkpoint_due = config_.checkpoint_interval_steps > 0 && step_ % config_.checkpoint_interval_steps == 0;
-    if (!options_.checkpoint_dir.empty() && (checkpoint_due || step_ == total_steps_)) {
+    ASSIGN_OR_RETURN(const bool requested, CheckpointRequestedNow());
+    if (requested && rank() == 0) spdlog::info("step {}: a checkpoint was requested (a node is being drained)", step_);
+    if (!options_.checkpoint_dir.empty() && (checkpoint_due || requested || step_ == total_steps_)) {
       ScopedTrainingPhase phase("checkpoint save and commit");
       ASSIGN_OR_RETURN(std::string path, SaveCheckpoint());
       if (rank() == 0 && options_.on_checkpoint) RETURN_IF_ERROR(options_.on_checkpoint(step_, path));

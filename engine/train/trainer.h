@@ -119,6 +119,13 @@ struct TrainerOptions {
   // Checked after every step; true stops Run with CANCELLED (the coordinator
   // asked the job to stop).
   std::function<bool()> should_stop;
+  // Asked every control_interval_steps steps, collectively (any rank's true
+  // is every rank's, so they all write at the same step): true writes a
+  // checkpoint at that step, once per process (the coordinator drains a
+  // node of the job and moves it once the checkpoint is committed). Unset:
+  // no collective. Every rank must set it, or none.
+  std::function<bool()> checkpoint_requested;
+  int64_t control_interval_steps = 10;
 };
 
 class Trainer {
@@ -164,6 +171,10 @@ class Trainer {
   bool IsLanguageModel() const { return config_.model.kind == nn::ModelKind::kGpt; }
   bool distributed() const { return world_ != nullptr && world_->size() > 1; }
   bool EvalDue() const;
+  // Whether the ranks agree to write a checkpoint now because
+  // options.checkpoint_requested said so (collective every
+  // control_interval_steps steps).
+  absl::StatusOr<bool> CheckpointRequestedNow();
   // The step (trainer_step.cc). StepScaler over this rank's part of the
   // gradients (host or device); Spread says which part and over which groups.
   absl::Status InitStepScaler();
@@ -237,6 +248,8 @@ class Trainer {
   parallel::StagePartition stages_;  // empty without a pipeline
   int64_t step_ = 0;
   int64_t total_steps_ = 0;
+  Tensor control_flag_;             // one f32 on the backend: the request, summed over the world
+  bool checkpoint_request_done_ = false;
 };
 
 }  // namespace ringmaster::engine

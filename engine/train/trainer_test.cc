@@ -209,6 +209,44 @@ TEST(TrainerTest, ResumesOnlyFromTheCommittedCheckpoint) {
   EXPECT_EQ((*trainer)->Run().code(), absl::StatusCode::kDataLoss);
 }
 
+// A drain's "checkpoint now" reaches one rank; every rank agrees at the next
+// control step and they write one checkpoint there, once.
+TEST(TrainerTest, ARequestedCheckpointIsWrittenByEveryRankAtTheSameStep) {
+  TrainerConfig config = MlpFp16Config();
+  config.steps = 30;
+  config.parallel.data = 2;
+  config.threads = 1;
+  const std::string dir = FreshDir("requested");
+  auto world = dist::InProcessWorld::Create(2, {"drain", absl::Seconds(60)});
+  std::vector<int64_t> written;  // rank 0's checkpoint steps
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<dist::InProcessGroup> group = world->Group(r);
+      int64_t step = 0;
+      TrainerOptions options;
+      options.world = group.get();
+      options.coord = {r, 0};
+      options.checkpoint_dir = dir;
+      options.control_interval_steps = 5;
+      options.on_step = [&](const StepReport& report) { step = report.step; };
+      // Only rank 1 hears of it, from step 7 on.
+      options.checkpoint_requested = [&, r] { return r == 1 && step >= 7; };
+      options.on_checkpoint = [&](int64_t at, const std::string&) {
+        written.push_back(at);
+        return absl::OkStatus();
+      };
+      auto trainer = Trainer::Create(config, options);
+      ASSERT_TRUE(trainer.ok()) << trainer.status();
+      absl::Status s = (*trainer)->Run();
+      EXPECT_TRUE(s.ok()) << s;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(written, (std::vector<int64_t>{10, 30}));  // at the next control step after 7, and at the end
+  EXPECT_TRUE(std::filesystem::exists(dir + "/step-000000010"));
+}
+
 TEST(TrainerTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
   TrainerConfig config = MlpFp16Config();
   // 2^24 times the gradients overflows fp16 (max 65504): the first steps must
