@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package Ringmaster's build, tests and examples need.
 # Idempotent: checks what is installed first, runs `apt-get update` at most once,
-# and installs only what is missing. Usage: scripts/install-deps.sh [build|test|bench|image]...
-# (no argument = build + test; test includes image, which tests/image_test.sh uses).
+# and installs only what is missing. Usage: scripts/install-deps.sh [build|test|bench|image|slurm]...
+# (no argument = build + test; test includes image, which tests/image_test.sh uses,
+# and slurm, which deploy/slurm_test.sh uses).
 set -euo pipefail
 
 build_pkgs=(
@@ -22,6 +23,9 @@ optional_cmds=(kubectl:kubernetes-client npm:npm)
 # scripts/build-image.sh: the image's root filesystem from Debian's archive,
 # the OCI layout and archive; podman where containers can run.
 image_pkgs=(mmdebstrap umoci skopeo podman)
+# deploy/slurm_test.sh: a one-node Slurm (its own munged, slurmctld, slurmd)
+# runs deploy/slurm/ringmaster-worker.sbatch.
+slurm_pkgs=(munge slurmctld slurmd slurm-client)
 # Only the benchmarks compare against PyTorch on the CPU.
 bench_pkgs=(python3-torch python3-numpy)
 
@@ -32,14 +36,15 @@ for g in "${groups[@]}"; do
   case "$g" in
     build) wanted+=("${build_pkgs[@]}") ;;
     test)
-      wanted+=("${test_pkgs[@]}" "${image_pkgs[@]}")
+      wanted+=("${test_pkgs[@]}" "${image_pkgs[@]}" "${slurm_pkgs[@]}")
       for entry in "${optional_cmds[@]}"; do
         command -v "${entry%%:*}" >/dev/null || wanted+=("${entry#*:}")
       done
       ;;
     bench) wanted+=("${bench_pkgs[@]}") ;;
     image) wanted+=("${image_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$g' (expected build, test, bench or image)" >&2; exit 2 ;;
+    slurm) wanted+=("${slurm_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (expected build, test, bench, image or slurm)" >&2; exit 2 ;;
   esac
 done
 
@@ -93,7 +98,7 @@ fi
 echo "install-deps: installing ${#missing[@]} missing packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
-# Package scripts must not start daemons (prometheus) on a build machine.
+# Package scripts must not start daemons (prometheus, munge, slurmctld, slurmd) on a build machine.
 policy=/usr/sbin/policy-rc.d
 made_policy=0
 if [ ! -e "$policy" ]; then
