@@ -42,6 +42,7 @@ struct Flags {
   std::string heartbeat_interval = "1s";
   std::string rendezvous_timeout = "5m";
   std::string stop_grace_period = "30s";
+  std::string drain_checkpoint_timeout = "5m";
   std::string shutdown_timeout = "5s";
   std::string node_recovery_grace = "60s";
   double job_retention_days = 30;
@@ -92,6 +93,8 @@ int Run(Flags& flags) {
        {std::make_tuple("--heartbeat-interval", &flags.heartbeat_interval, &config.heartbeat_interval),
         std::make_tuple("--rendezvous-timeout", &flags.rendezvous_timeout, &config.rendezvous_timeout),
         std::make_tuple("--stop-grace-period", &flags.stop_grace_period, &config.stop_grace_period),
+        std::make_tuple("--drain-checkpoint-timeout", &flags.drain_checkpoint_timeout,
+                        &config.drain_checkpoint_timeout),
         std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout),
         std::make_tuple("--node-recovery-grace", &flags.node_recovery_grace, &config.node_recovery_grace)}) {
     if (absl::Status s = ParsePositiveDuration(name, *text, out); !s.ok()) return Fail(std::string(s.message()));
@@ -131,6 +134,10 @@ int main(int argc, char** argv) {
                  "Every rank of a generation must join its rendezvous within this time")
       ->capture_default_str();
   app.add_option("--stop-grace-period", flags.stop_grace_period, "Time ranks get between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  app.add_option("--drain-checkpoint-timeout", flags.drain_checkpoint_timeout,
+                 "A drained node's job moves after this long even without the checkpoint it was asked for "
+                 "(it then resumes from its newest one)")
       ->capture_default_str();
   app.add_option("--shutdown-timeout", flags.shutdown_timeout,
                  "On SIGTERM: how long calls in flight (and clients' idle connections) may take to close")

@@ -147,6 +147,7 @@ absl::Status CoordinatorServer::Build() {
   JobControllerOptions options;
   options.rendezvous_timeout = config_.rendezvous_timeout;
   options.stop_grace_period = config_.stop_grace_period;
+  options.drain_checkpoint_timeout = config_.drain_checkpoint_timeout;
   options.checkpoint_root =
       config_.checkpoint_root.empty() ? config_.state_dir + "/checkpoints" : config_.checkpoint_root;
   options.allowed_checkpoint_roots = config_.checkpoint_allowed_roots;

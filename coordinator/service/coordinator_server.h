@@ -73,6 +73,9 @@ struct CoordinatorConfig {
   absl::Duration node_recovery_grace = absl::Seconds(60);
   absl::Duration rendezvous_timeout = absl::Minutes(5);
   absl::Duration stop_grace_period = absl::Seconds(30);
+  // A drained node's job that wrote no checkpoint this long after it was
+  // asked for one moves all the same, from its newest checkpoint.
+  absl::Duration drain_checkpoint_timeout = absl::Minutes(5);
   // Checkpoints of jobs that name no directory; empty: <state_dir>/checkpoints.
   std::string checkpoint_root;
   // Further roots a spec's checkpoint.directory may lie within (absolute).
