@@ -79,6 +79,12 @@ need(not any(k == "Role" or k == "ClusterRole" or k.endswith("Binding") for k, _
 w = ds["spec"]["template"]["spec"]["containers"][0]
 need(w["securityContext"]["capabilities"].get("add") == ["IPC_LOCK"], "worker: IPC_LOCK")
 need(any(r.startswith("rdma/") for r in w["resources"]["limits"]), "worker: an RDMA device resource")
+# A rolling update drains each node before its worker stops (SIGUSR1), with
+# time for the drain's checkpoint (the coordinator's 5-minute patience).
+pre_stop = " ".join(w.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", []))
+need("kill -USR1 1" in pre_stop, "worker: a preStop hook that drains the node (SIGUSR1 to the worker)")
+need(ds["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30) >= 360,
+     "worker: terminationGracePeriodSeconds covers the drain")
 shm = next((v for v in ds["spec"]["template"]["spec"]["volumes"] if v["name"] == "shm"), {})
 need(shm.get("emptyDir", {}).get("medium") == "Memory", "worker: /dev/shm memory-backed")
 need(any(m["mountPath"] == "/dev/shm" and m["name"] == "shm" for m in w["volumeMounts"]), "worker: /dev/shm mounted")
@@ -106,7 +112,7 @@ for m in monitors:
         need(m["metadata"].get("namespace") == "ringmaster", f"{m['kind']}: namespace ringmaster")
 if errors:
     print("FAIL: " + "; ".join(errors)); sys.exit(1)
-print(f"ok: no Secret, images ringmaster:{version}, probes on /healthz, no API tokens, IPC_LOCK + RDMA + memory /dev/shm on the worker, a coordinator PDB, NetworkPolicies, the operator's monitors")
+print(f"ok: no Secret, images ringmaster:{version}, probes on /healthz, no API tokens, IPC_LOCK + RDMA + memory /dev/shm + a draining preStop on the worker, a coordinator PDB, NetworkPolicies, the operator's monitors")
 PY
 
 # The check can fail: a port that is not a number, a DaemonSet without a selector.
