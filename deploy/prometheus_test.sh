@@ -31,5 +31,14 @@ check "promtool test rules" promtool test rules tests/alerts_test.yml
 for alert in $(sed -n 's/^ *- alert: *//p' rules/alerts.yml); do
   grep -q "alertname: $alert\$" tests/alerts_test.yml || { echo "FAIL: alert $alert has no test in tests/alerts_test.yml"; failed=1; }
 done
-[ $failed -eq 0 ] && echo "PASS: deploy/prometheus checks clean and its alert tests pass"
+# Every alert links to its section of docs/runbook.md, and the section exists.
+runbook=../../docs/runbook.md
+[ -f "$runbook" ] || { echo "FAIL: no docs/runbook.md beside deploy/"; failed=1; }
+for alert in $(sed -n 's/^ *- alert: *//p' rules/alerts.yml); do
+  anchor=$(tr 'A-Z' 'a-z' <<<"$alert")
+  grep -A30 -- "- alert: $alert\$" rules/alerts.yml | grep -q "runbook_url: \"docs/runbook.md#$anchor\"" ||
+    { echo "FAIL: alert $alert has no runbook_url docs/runbook.md#$anchor"; failed=1; }
+  grep -q "^## $alert\$" "$runbook" 2>/dev/null || { echo "FAIL: docs/runbook.md has no section ## $alert"; failed=1; }
+done
+[ $failed -eq 0 ] && echo "PASS: deploy/prometheus checks clean, its alert tests pass, every alert has a runbook section"
 exit $failed

@@ -380,6 +380,11 @@ void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1
         *got_lease = true;
         break;
       case v1::CoordinatorMessage::kStart: {
+        const v1::StartRanks& start = message.start();
+        if (metrics_ != nullptr) {
+          metrics_->SetCheckpointPlan(start.job_id(), start.generation(), start.spec().checkpoint().interval_steps(),
+                                      start.has_resume_from() ? start.resume_from().step() : 0);
+        }
         v1::WorkerMessage answer;
         *answer.mutable_start_result() = launcher_->Start(message.start());
         std::lock_guard<std::mutex> lock(mu_);

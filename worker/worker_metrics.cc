@@ -15,6 +15,31 @@ using prometheus::Family;
 using prometheus::Gauge;
 using prometheus::Histogram;
 
+namespace {
+
+// Per-rank gauges that are one field of a report each.
+struct ReportGauge {
+  const char* name;
+  const char* help;
+  double (*value)(const v1::StepMetrics&);
+  bool eval;  // from the last evaluation: NaN until the rank has evaluated
+};
+const ReportGauge kReportGauges[] = {
+    {"ringmaster_rank_epoch", "Epoch of the rank's last step, from 0.",
+     [](const v1::StepMetrics& m) { return static_cast<double>(m.epoch()); }, false},
+    {"ringmaster_rank_total_steps", "Steps the job trains in all (epochs resolved to steps).",
+     [](const v1::StepMetrics& m) { return static_cast<double>(m.total_steps()); }, false},
+    {"ringmaster_rank_eval_loss", "Loss of the last evaluation on the held-out data (NaN before the first).",
+     [](const v1::StepMetrics& m) { return m.eval_loss(); }, true},
+    {"ringmaster_rank_eval_accuracy",
+     "Accuracy of the last evaluation, in [0, 1] (classifiers; 0 for language models; NaN before the first).",
+     [](const v1::StepMetrics& m) { return m.eval_accuracy(); }, true},
+    {"ringmaster_rank_eval_step", "Step of the last evaluation (0: none yet).",
+     [](const v1::StepMetrics& m) { return static_cast<double>(m.eval_step()); }, false},
+};
+
+}  // namespace
+
 struct WorkerMetrics::Families {
   Family<Gauge>* samples_per_second;
   Family<Gauge>* tokens_per_second;
@@ -33,6 +58,9 @@ struct WorkerMetrics::Families {
   Family<Histogram>* checkpoint_seconds;
   Family<Gauge>* checkpoint_bytes;
   Family<Counter>* checkpoints;
+  Family<Gauge>* checkpoint_interval_steps;
+  Family<Gauge>* last_checkpoint_step;
+  std::vector<Family<Gauge>*> report_gauges;  // kReportGauges, in order
   Histogram::BucketBoundaries step_buckets;
   Histogram::BucketBoundaries checkpoint_buckets;
   // The node's own series (label node), present from the start.
@@ -65,6 +93,9 @@ struct WorkerMetrics::RankSeries {
   Histogram* checkpoint_seconds;
   Gauge* checkpoint_bytes;
   Counter* checkpoints;
+  Gauge* checkpoint_interval_steps;
+  Gauge* last_checkpoint_step;
+  std::vector<Gauge*> report_gauges;  // kReportGauges, in order
   double compute = 0;  // last reported step time less communication, seconds
 };
 
@@ -108,6 +139,16 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
       gauge("ringmaster_rank_checkpoint_bytes", "Size of the rank's last committed checkpoint.", &f->checkpoint_bytes));
   ASSIGN_OR_RETURN(f->checkpoints,
                    registry->AddCounter("ringmaster_rank_checkpoints_total", "Checkpoints the rank committed."));
+  RETURN_IF_ERROR(gauge("ringmaster_rank_checkpoint_interval_steps",
+                        "The job's checkpoint interval in steps (0: a checkpoint at the end only).",
+                        &f->checkpoint_interval_steps));
+  RETURN_IF_ERROR(gauge("ringmaster_rank_last_checkpoint_step",
+                        "Step of the last checkpoint the rank committed, or its generation resumed from (0: none).",
+                        &f->last_checkpoint_step));
+  for (const ReportGauge& g : kReportGauges) {
+    ASSIGN_OR_RETURN(Family<Gauge> * family, registry->AddGauge(g.name, g.help));
+    f->report_gauges.push_back(family);
+  }
   const prometheus::Labels at_node = {{"node", node}};
   ASSIGN_OR_RETURN(f->ranks_running,
                    registry->AddCallbackGauges("ringmaster_worker_ranks_running", "Trainer processes alive on the node."));
@@ -162,6 +203,13 @@ WorkerMetrics::RankSeries* WorkerMetrics::SeriesLocked(const std::string& job_id
   s->checkpoint_seconds = &f.checkpoint_seconds->Add(labels, f.checkpoint_buckets);
   s->checkpoint_bytes = &f.checkpoint_bytes->Add(labels);
   s->checkpoints = &f.checkpoints->Add(labels);
+  s->checkpoint_interval_steps = &f.checkpoint_interval_steps->Add(labels);
+  s->last_checkpoint_step = &f.last_checkpoint_step->Add(labels);
+  for (size_t i = 0; i < f.report_gauges.size(); ++i) {
+    Gauge& gauge = f.report_gauges[i]->Add(labels);
+    if (kReportGauges[i].eval) gauge.Set(std::numeric_limits<double>::quiet_NaN());
+    s->report_gauges.push_back(&gauge);
+  }
   RankSeries* raw = s.get();
   series_[key] = std::move(s);
   return raw;
@@ -171,8 +219,24 @@ WorkerMetrics::RankSeries* WorkerMetrics::CurrentSeriesLocked(const std::string&
                                                                int32_t rank) {
   int64_t& newest = generation_[{job_id, rank}];
   if (generation < newest) return nullptr;
+  const bool fresh = generation > newest || series_.count({job_id, rank}) == 0;
   newest = generation;
-  return SeriesLocked(job_id, rank);
+  RankSeries* s = SeriesLocked(job_id, rank);
+  if (fresh) {  // a new generation of the rank: its checkpoints start from its plan
+    auto plan = plans_.find(job_id);
+    const bool planned = plan != plans_.end() && plan->second.generation == generation;
+    s->checkpoint_interval_steps->Set(planned ? static_cast<double>(plan->second.interval_steps) : 0);
+    s->last_checkpoint_step->Set(planned ? static_cast<double>(plan->second.resumed_step) : 0);
+  }
+  return s;
+}
+
+void WorkerMetrics::SetCheckpointPlan(const std::string& job_id, int64_t generation, int64_t interval_steps,
+                                      int64_t resumed_step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckpointPlan& plan = plans_[job_id];
+  if (generation < plan.generation) return;
+  plan = {generation, interval_steps, resumed_step};
 }
 
 void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& m) {
@@ -194,6 +258,9 @@ void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, in
   s.generation->Set(static_cast<double>(generation));
   s.compute = std::max(m.step_time_seconds() - m.communication_seconds(), 0.0);
   s.compute_seconds->Set(s.compute);
+  for (size_t i = 0; i < s.report_gauges.size(); ++i) {
+    if (!kReportGauges[i].eval || m.eval_step() > 0) s.report_gauges[i]->Set(kReportGauges[i].value(m));
+  }
   UpdateSkewLocked(job_id);
 }
 
@@ -210,10 +277,11 @@ void WorkerMetrics::UpdateSkewLocked(const std::string& job_id) {
 }
 
 void WorkerMetrics::RecordCheckpoint(const std::string& job_id, int64_t generation, int32_t rank,
-                                     double write_seconds, int64_t bytes) {
+                                     double write_seconds, int64_t bytes, int64_t step) {
   std::lock_guard<std::mutex> lock(mu_);
   RankSeries* s = CurrentSeriesLocked(job_id, generation, rank);
   if (s == nullptr) return;
+  s->last_checkpoint_step->Set(static_cast<double>(step));
   if (write_seconds >= 0) s->checkpoint_seconds->Observe(write_seconds);
   s->checkpoint_bytes->Set(static_cast<double>(bytes));
   s->checkpoints->Increment();
@@ -247,6 +315,9 @@ void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, in
   f.checkpoint_seconds->Remove(s.checkpoint_seconds);
   f.checkpoint_bytes->Remove(s.checkpoint_bytes);
   f.checkpoints->Remove(s.checkpoints);
+  f.checkpoint_interval_steps->Remove(s.checkpoint_interval_steps);
+  f.last_checkpoint_step->Remove(s.last_checkpoint_step);
+  for (size_t i = 0; i < s.report_gauges.size(); ++i) f.report_gauges[i]->Remove(s.report_gauges[i]);
   series_.erase(it);
   UpdateSkewLocked(job_id);
 }

@@ -18,7 +18,12 @@
 //   cluster-wide ratio is a Prometheus recording rule, deploy/prometheus),
 //   ringmaster_rank_checkpoint_seconds (histogram: write time of each
 //   checkpoint the rank committed), ringmaster_rank_checkpoint_bytes (size of
-//   its last one), ringmaster_rank_checkpoints_total.
+//   its last one), ringmaster_rank_checkpoints_total,
+//   ringmaster_rank_checkpoint_interval_steps (the spec's) and
+//   ringmaster_rank_last_checkpoint_step (the rank's last commit, or the step
+//   its generation resumed from: a checkpoint-overdue alert reads them),
+//   ringmaster_rank_epoch, ringmaster_rank_total_steps, ringmaster_rank_eval_loss, ringmaster_rank_eval_accuracy (NaN
+//   until the rank has evaluated: rank 0 evaluates), ringmaster_rank_eval_step.
 // A rank's series disappear when its process exits.
 // Per node (label node):
 //   ringmaster_worker_ranks_running, ringmaster_worker_gpus,
@@ -56,10 +61,16 @@ class WorkerMetrics {
   // A trainer's report. Reports of a generation older than the last one
   // recorded for the same (job, rank) are ignored.
   void RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& metrics);
-  // The rank committed a checkpoint of `bytes` that took `write_seconds` to
-  // write (< 0: unknown, not observed). Same generation rule as RecordStep.
+  // The rank committed a checkpoint of step `step`, `bytes` large, that took
+  // `write_seconds` to write (< 0: unknown, not observed). Same generation
+  // rule as RecordStep.
   void RecordCheckpoint(const std::string& job_id, int64_t generation, int32_t rank, double write_seconds,
-                        int64_t bytes);
+                        int64_t bytes, int64_t step);
+  // A generation of the job starts here (StartRanks): its checkpoint
+  // interval, and the step it resumes from (0: from scratch). Its ranks'
+  // ringmaster_rank_checkpoint_interval_steps and _last_checkpoint_step
+  // start from these.
+  void SetCheckpointPlan(const std::string& job_id, int64_t generation, int64_t interval_steps, int64_t resumed_step);
   // The rank's process exited: counts it and removes its series (unless a
   // newer generation of the same rank already reports).
   void RankExited(const std::string& job_id, int64_t generation, int32_t rank);
@@ -87,6 +98,12 @@ class WorkerMetrics {
   std::mutex mu_;
   std::map<std::pair<std::string, int32_t>, int64_t> generation_;  // newest generation per (job, rank)
   std::map<std::pair<std::string, int32_t>, std::unique_ptr<RankSeries>> series_;
+  struct CheckpointPlan {
+    int64_t generation = 0;
+    int64_t interval_steps = 0;
+    int64_t resumed_step = 0;
+  };
+  std::map<std::string, CheckpointPlan> plans_;  // by job: its newest generation's
 };
 
 }  // namespace ringmaster::worker

@@ -50,6 +50,44 @@ TEST(WorkerMetricsTest, ExposesEachRanksStepMetricsWithJobRankAndNodeLabels) {
   EXPECT_EQ(lint->exit_code, 0) << lint->output;
 }
 
+TEST(WorkerMetricsTest, ExposesProgressCheckpointsAndEvaluationsForTheDashboardsAndAlerts) {
+  MetricsRegistry registry;
+  std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
+  metrics->SetCheckpointPlan("j", 2, 500, 1000);  // generation 2 resumes from step 1000
+  v1::StepMetrics m = Step(1200);
+  m.set_epoch(2);
+  m.set_total_steps(5000);
+  metrics->RecordStep("j", 2, 0, m);
+  metrics->RecordStep("j", 2, 1, m);
+  std::string text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_epoch{job=\"j\",node=\"n\",rank=\"0\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_total_steps{job=\"j\",node=\"n\",rank=\"0\"} 5000"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_interval_steps{job=\"j\",node=\"n\",rank=\"1\"} 500"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_last_checkpoint_step{job=\"j\",node=\"n\",rank=\"0\"} 1000"));
+  // No evaluation yet: NaN, not a misleading 0.
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_accuracy{job=\"j\",node=\"n\",rank=\"0\"} Nan"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_step{job=\"j\",node=\"n\",rank=\"0\"} 0"));
+  // Rank 0 commits a checkpoint; it evaluates.
+  metrics->RecordCheckpoint("j", 2, 0, 0.5, 4096, 1500);
+  m.set_eval_step(1500);
+  m.set_eval_loss(0.41);
+  m.set_eval_accuracy(0.875);
+  metrics->RecordStep("j", 2, 0, m);
+  text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_last_checkpoint_step{job=\"j\",node=\"n\",rank=\"0\"} 1500"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_last_checkpoint_step{job=\"j\",node=\"n\",rank=\"1\"} 1000"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_loss{job=\"j\",node=\"n\",rank=\"0\"} 0.41"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_accuracy{job=\"j\",node=\"n\",rank=\"0\"} 0.875"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_step{job=\"j\",node=\"n\",rank=\"0\"} 1500"));
+  // The next generation starts from its own plan.
+  metrics->SetCheckpointPlan("j", 3, 500, 1500);
+  metrics->RecordStep("j", 3, 0, Step(1510));
+  EXPECT_THAT(registry.ExposeText(),
+              HasSubstr("ringmaster_rank_last_checkpoint_step{job=\"j\",node=\"n\",rank=\"0\"} 1500"));
+  metrics->RankExited("j", 3, 0);
+  EXPECT_THAT(registry.ExposeText(), Not(HasSubstr("ringmaster_rank_eval_loss{job=\"j\",node=\"n\",rank=\"0\"}")));
+}
+
 TEST(WorkerMetricsTest, AnExitedRanksSeriesGoUnlessANewerGenerationReports) {
   MetricsRegistry registry;
   std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
@@ -95,9 +133,9 @@ TEST(WorkerMetricsTest, TheStragglerIsTheRankThatComputesLongestAgainstItsJobsMe
 TEST(WorkerMetricsTest, CheckpointsAreCountedWithTheirWriteTimeAndSize) {
   MetricsRegistry registry;
   std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
-  metrics->RecordCheckpoint("j", 1, 0, 0.3, 4096);
-  metrics->RecordCheckpoint("j", 1, 0, -1, 8192);  // write time unknown: counted, not observed
-  metrics->RecordCheckpoint("j", 0, 0, 5.0, 1);      // an older generation: ignored
+  metrics->RecordCheckpoint("j", 1, 0, 0.3, 4096, 100);
+  metrics->RecordCheckpoint("j", 1, 0, -1, 8192, 200);  // write time unknown: counted, not observed
+  metrics->RecordCheckpoint("j", 0, 0, 5.0, 1, 300);      // an older generation: ignored
   const std::string text = registry.ExposeText();
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",node=\"n\",rank=\"0\"} 2"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",node=\"n\",rank=\"0\"} 8192"));

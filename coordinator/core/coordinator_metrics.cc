@@ -26,7 +26,8 @@ std::string StateLabel(v1::JobState s) { return absl::AsciiStrToLower(StateName(
 // job to RESTARTING), exposed at 0 before the first one happens.
 constexpr v1::JobEventKind kRestartCauses[] = {
     v1::JOB_EVENT_KIND_RANK_EXITED,         v1::JOB_EVENT_KIND_NODE_LOST, v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
-    v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT,  v1::JOB_EVENT_KIND_RECOVERED, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED};
+    v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT,  v1::JOB_EVENT_KIND_RECOVERED, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED,
+    v1::JOB_EVENT_KIND_NODE_DRAINED};
 
 const prometheus::Histogram::BucketBoundaries kRpcLatencyBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -50,6 +51,16 @@ absl::Status CoordinatorMetrics::Register() {
   }
   ASSIGN_OR_RETURN(job_state_,
                    registry_->AddGauge("ringmaster_job_state", "1 for the state each job that has not ended is in."));
+  ASSIGN_OR_RETURN(prometheus::Family<prometheus::Counter> * ended,
+                   registry_->AddCounter("ringmaster_jobs_ended_total",
+                                         "Jobs that ended, by final state (succeeded, failed, cancelled)."));
+  for (v1::JobState state : {v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
+    jobs_ended_[state] = &ended->Add({{"state", StateLabel(state)}});
+  }
+  ASSIGN_OR_RETURN(unschedulable_,
+                   registry_->AddGauge("ringmaster_job_unschedulable",
+                                       "1 while a job waits and no registered node could ever run it, else 0; "
+                                       "for each job that has not ended."));
   ASSIGN_OR_RETURN(prometheus::Family<prometheus::Gauge> * queue,
                    registry_->AddGauge("ringmaster_queue_length",
                                        "Jobs waiting for placement: queued, or restarting and waiting for their "
@@ -92,11 +103,11 @@ absl::Status CoordinatorMetrics::Register() {
   ASSIGN_OR_RETURN(CallbackGauges * gpus,
                    registry_->AddCallbackGauges("ringmaster_gpus",
                                                 "GPUs: allocated to ranks, free on ready nodes, unavailable on "
-                                                "draining or lost nodes."));
+                                                "cordoned or lost nodes."));
   ASSIGN_OR_RETURN(CallbackGauges * cpus,
                    registry_->AddCallbackGauges("ringmaster_cpu_slots",
                                                 "CPU slots: allocated to ranks, free on ready nodes, unavailable on "
-                                                "draining or lost nodes."));
+                                                "cordoned or lost nodes."));
   for (int i = 0; i < 3; ++i) {
     nodes->Set({{"state", kNodeStates[i]}}, [this, i] { return Counts().nodes[i]; });
     gpus->Set({{"state", kSlotStates[i]}}, [this, i] { return Counts().gpus[i]; });
@@ -147,6 +158,15 @@ void CoordinatorMetrics::SetStateLocked(const std::string& job_id, JobTrack& tra
   }
 }
 
+void CoordinatorMetrics::SetUnschedulableLocked(const std::string& job_id, const v1::Job& job) {
+  prometheus::Gauge& gauge = unschedulable_->Add({{"job", job_id}});
+  if (Terminal(job.state())) {
+    unschedulable_->Remove(&gauge);
+    return;
+  }
+  gauge.Set(Waiting(job.state()) && !job.unschedulable().empty() ? 1 : 0);
+}
+
 double CoordinatorMetrics::OldestWaitSeconds() {
   std::lock_guard<std::mutex> lock(mu_);
   absl::Time oldest = absl::InfiniteFuture();
@@ -167,6 +187,7 @@ void CoordinatorMetrics::Seed(const std::vector<v1::Job>& jobs) {
       track.waiting_since = FromProtoTime(job.submit_time());
     }
     SetStateLocked(job.id(), track, job.state());
+    SetUnschedulableLocked(job.id(), job);
   }
 }
 
@@ -203,8 +224,10 @@ void CoordinatorMetrics::OnJobChanged(const v1::Job& job, const std::vector<v1::
       track.waiting_since = at;
       track.starting_since = absl::InfinitePast();
     }
+    if (Terminal(e.to_state()) && !Terminal(e.from_state())) jobs_ended_[e.to_state()]->Increment();
   }
   SetStateLocked(job.id(), track, job.state());
+  SetUnschedulableLocked(job.id(), job);
 }
 
 void CoordinatorMetrics::ObserveSchedulingPass(absl::Duration d) {

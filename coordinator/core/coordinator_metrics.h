@@ -13,6 +13,11 @@
 //                                                since the histogram only learns of a wait once it ends
 //   ringmaster_job_state{job,state}              gauge: 1 for each non-terminal job's state (the
 //                                                dashboards' job list); terminal jobs leave it
+//   ringmaster_job_unschedulable{job}            gauge: 1 while a job waits and no registered node
+//                                                could ever run it (Job.unschedulable), else 0; for
+//                                                each non-terminal job
+//   ringmaster_jobs_ended_total{state}           counter: jobs that ended (succeeded, failed,
+//                                                cancelled), what a job-failed alert reads
 //   ringmaster_nodes{state}                      gauge: nodes per state (ready, cordoned, lost)
 //   ringmaster_gpus{state}                       gauge: GPUs allocated (held by ranks), free (on
 //                                                READY nodes), unavailable (CORDONED/LOST nodes)
@@ -21,7 +26,7 @@
 //   ringmaster_scheduling_latency_seconds        histogram: one scheduling pass over a non-empty queue
 //   ringmaster_rendezvous_duration_seconds       histogram: start orders sent -> every rank joined
 //   ringmaster_job_restarts_total{reason}        counter: generations restarted, by cause
-//                                                (RankExited, NodeLost, ProgressTimeout, ...;
+//                                                (RankExited, NodeLost, NodeDrained, ...;
 //                                                every cause is exposed from the start, at 0)
 //   ringmaster_rpc_latency_seconds{method}       histogram: unary RPCs, handler start -> status sent
 //   ringmaster_rpcs_total{method,code}           counter: RPCs finished, by status code
@@ -78,7 +83,7 @@ class CoordinatorMetrics : public JobListener {
 
  private:
   struct NodeCounts {
-    double nodes[3] = {0, 0, 0};      // ready, draining, lost
+    double nodes[3] = {0, 0, 0};      // ready, cordoned, lost
     double gpus[3] = {0, 0, 0};       // allocated, free, unavailable
     double cpu_slots[3] = {0, 0, 0};  // allocated, free, unavailable
   };
@@ -93,6 +98,7 @@ class CoordinatorMetrics : public JobListener {
   absl::Status Register();
   NodeCounts Counts();
   void SetStateLocked(const std::string& job_id, JobTrack& track, v1::JobState state);
+  void SetUnschedulableLocked(const std::string& job_id, const v1::Job& job);
   double OldestWaitSeconds();
 
   MetricsRegistry* const registry_;
@@ -107,6 +113,8 @@ class CoordinatorMetrics : public JobListener {
   prometheus::Histogram* rendezvous_duration_ = nullptr;
   prometheus::Family<prometheus::Counter>* restarts_ = nullptr;
   prometheus::Family<prometheus::Gauge>* job_state_ = nullptr;  // series added and removed under mu_
+  prometheus::Family<prometheus::Gauge>* unschedulable_ = nullptr;  // the same
+  std::map<v1::JobState, prometheus::Counter*> jobs_ended_;
   prometheus::Family<prometheus::Histogram>* rpc_latency_ = nullptr;
   prometheus::Family<prometheus::Counter>* rpcs_ = nullptr;
   prometheus::Counter* log_stored_ = nullptr;

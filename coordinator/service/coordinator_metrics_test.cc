@@ -24,7 +24,7 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   ASSERT_TRUE(worker->Progress(job_id, 1, 0, 1));  // RUNNING, 2 s after the start orders
   ASSERT_TRUE(worker->Sync().has_value());
   ASSERT_TRUE(worker->ReportExit(job_id, 1, 1, 3).ok());  // a crash: restart
-  Submit(MakeSpec(4, 1, v1::ResourceSpec::CPU));          // cannot be placed: queued
+  const std::string queued = Submit(MakeSpec(4, 1, v1::ResourceSpec::CPU));  // no node could hold it: queued
   v1::GetJobRequest unknown;
   unknown.set_job_id("j-99");
   v1::GetJobResponse response;
@@ -36,14 +36,14 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   httplib::Result res = client.Get("/metrics");
   ASSERT_TRUE(res) << "scrape failed";
   ASSERT_EQ(res->status, 200);
-  const std::string& text = res->body;
+  const std::string text = res->body;
 
   for (const char* family :
        {"ringmaster_jobs", "ringmaster_queue_length", "ringmaster_queue_wait_seconds", "ringmaster_nodes",
         "ringmaster_gpus", "ringmaster_cpu_slots", "ringmaster_node_sessions", "ringmaster_scheduling_latency_seconds",
         "ringmaster_rendezvous_duration_seconds", "ringmaster_job_restarts_total", "ringmaster_rpc_latency_seconds",
         "ringmaster_rpcs_total", "ringmaster_log_lines_total", "ringmaster_queue_oldest_wait_seconds",
-        "ringmaster_job_state"}) {
+        "ringmaster_job_state", "ringmaster_jobs_ended_total", "ringmaster_job_unschedulable"}) {
     EXPECT_TRUE(Has(text, absl::StrCat("# HELP ", family, " "))) << family;
     EXPECT_TRUE(Has(text, absl::StrCat("# TYPE ", family, " "))) << family;
   }
@@ -53,6 +53,10 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   EXPECT_TRUE(Has(text, "ringmaster_queue_length 2"));  // the restarting job waits for its next generation
   EXPECT_TRUE(Has(text, "ringmaster_job_restarts_total{reason=\"RankExited\"} 1"));
   EXPECT_TRUE(Has(text, "ringmaster_job_restarts_total{reason=\"NodeLost\"} 0"));  // every cause, from the start
+  EXPECT_TRUE(Has(text, "ringmaster_job_restarts_total{reason=\"NodeDrained\"} 0"));
+  EXPECT_TRUE(Has(text, "ringmaster_jobs_ended_total{state=\"failed\"} 0"));
+  EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_unschedulable{job=\"", job_id, "\"} 0"))) << text;
+  EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_unschedulable{job=\"", queued, "\"} 1"))) << text;
   EXPECT_TRUE(Has(text, "ringmaster_queue_oldest_wait_seconds 1\n")) << text;
   EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_state{job=\"", job_id, "\",state=\"restarting\"} 1")));
   EXPECT_FALSE(Has(text, absl::StrCat("ringmaster_job_state{job=\"", job_id, "\",state=\"running\"}")));
@@ -72,6 +76,16 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   ASSERT_TRUE(check.ok()) << check.status();
   EXPECT_EQ(check->exit_code, 0) << check->output;
   EXPECT_EQ(check->output, "");
+
+  // A job that ends is counted by its final state and leaves the per-job series.
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(queued);
+  v1::CancelJobResponse cancelled;
+  ASSERT_TRUE(jobs_->CancelJob(Context().get(), cancel, &cancelled).ok());
+  res = client.Get("/metrics");
+  ASSERT_TRUE(res) << "scrape failed";
+  EXPECT_TRUE(Has(res->body, "ringmaster_jobs_ended_total{state=\"cancelled\"} 1")) << res->body;
+  EXPECT_FALSE(Has(res->body, absl::StrCat("ringmaster_job_unschedulable{job=\"", queued, "\"}")));
 }
 
 }  // namespace
