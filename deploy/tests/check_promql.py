@@ -106,6 +106,15 @@ def main(argv):
         dash = json.load(open(path))
         variables = {v["name"]: v for v in dash.get("templating", {}).get("list", [])}
         for name, var in variables.items():
+            if var.get("type") == "datasource":
+                # Picks the Prometheus the dashboard reads; every panel must use it.
+                if var.get("query") != "prometheus":
+                    failures.append(f"{path}: variable {name}: datasource type {var.get('query')!r}, not prometheus")
+                for panel in dash["panels"]:
+                    uid = (panel.get("datasource") or {}).get("uid")
+                    if uid != "${" + name + "}":
+                        failures.append(f"{path}: panel {panel['title']!r} reads datasource {uid!r}, not ${{{name}}}")
+                continue
             q = var["query"]["query"] if isinstance(var["query"], dict) else var["query"]
             m = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", q.strip())
             if not m:
