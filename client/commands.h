@@ -29,6 +29,11 @@ struct SubmitOptions {
   // Send the spec without validating it here: only the coordinator's
   // validation applies (a CLI older or newer than the coordinator).
   bool skip_local_validation = false;
+  // The plan (engine/plan/plan.h) on this device type ("": from
+  // resources.device) must fit: a warning when it does not, or with strict a
+  // refusal (kExitUsage, nothing sent).
+  std::string gpu;
+  bool strict = false;
 };
 // Loads and validates the spec locally (a bad spec: one line naming the
 // field, kExitUsage, nothing sent), submits it and prints the job id (table)

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
+#include "client/plan_command.h"
 #include "client/output.h"
 #include "client/progress.h"
 #include "client/rpc_errors.h"
@@ -68,6 +69,9 @@ int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& o
   absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile(options.file, options.overrides, !options.skip_local_validation);
   if (!spec.ok()) {
     console.err << "ringmaster: " << spec.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (!options.skip_local_validation && !CheckFitBeforeSubmit(*spec, options.gpu, options.strict, console)) {
     return kExitUsage;
   }
   v1::SubmitJobRequest request;

@@ -22,7 +22,9 @@
 #include "client/commands.h"
 #include "client/connection.h"
 #include "client/local_cluster.h"
+#include "client/plan_command.h"
 #include "common/cli_flags.h"
+#include "engine/plan/plan.h"
 #include "grpc/support/log.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -99,6 +101,10 @@ int main(int argc, char** argv) {
   submit_cmd->add_flag("--skip-local-validation", submit.skip_local_validation,
                        "Send the spec unchecked: only the coordinator validates it");
   submit_cmd->add_option("--request-id", submit.request_id, "Idempotency key (a retried submit returns the same job)");
+  submit_cmd->add_option("--gpu", submit.gpu, "Device type the fit check plans for (default: from resources.device)")
+      ->check(CLI::IsMember(ringmaster::engine::plan::DeviceNames(), CLI::ignore_case));
+  submit_cmd->add_flag("--strict", submit.strict, "Refuse a spec the plan says does not fit (default: warn)");
+  submit_cmd->footer("Example: ringmaster submit examples/gpt_text.yaml --set training.steps=2000 --follow");
 
   JobsOptions jobs;
   CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs, newest first");
@@ -164,8 +170,25 @@ int main(int argc, char** argv) {
   checkpoints_cmd->add_option("job", checkpoints.job_id, "Job id")->required();
   checkpoints_cmd->add_flag("--all", checkpoints.include_incomplete, "Also checkpoints not every stage committed");
 
-  CLI::App* plan_cmd = app.add_subcommand("plan", "Memory per GPU and time to train for a spec (not available yet)");
-  plan_cmd->allow_extras();
+  PlanCommandOptions plan;
+  CLI::App* plan_cmd =
+      app.add_subcommand("plan", "What a spec needs before it runs: memory per rank, step time, time to the end");
+  CLI::App* validate_cmd =
+      app.add_subcommand("validate", "Check a spec and print its plan (exit 1 when it does not fit)");
+  for (CLI::App* sub : {plan_cmd, validate_cmd}) {
+    sub->add_option("file", plan.file, "Job spec file (.yaml, .yml or .json)")->required();
+    sub->add_option("--set", plan.overrides, "Override a field: key.path=value (repeatable)")->allow_extra_args(false);
+    sub->add_option("--gpu", plan.gpu, "Device type: h100, h200, a100 or cpu (default: h100 for resources.device "
+                                       "cuda, else cpu)")
+        ->check(CLI::IsMember(ringmaster::engine::plan::DeviceNames(), CLI::ignore_case));
+    sub->add_option("--mfu", plan.mfu, "Assumed model FLOPs utilisation, in (0, 1]")
+        ->check(CLI::Range(1e-6, 1.0))
+        ->capture_default_str();
+  }
+  plan_cmd->footer("Example: ringmaster plan examples/gpt_text.yaml --set resources.device=cuda "
+                   "--set precision.compute=bf16 --gpu h100 -o json");
+  validate_cmd->footer("Example: ringmaster validate examples/fashion_mnist_cnn.yaml --set parallelism.data=1 "
+                       "--set resources.ranks_per_node=1");
 
   LocalOptions local;
   local.state_dir = DefaultStateDir();
@@ -195,7 +218,7 @@ int main(int argc, char** argv) {
 
   if (app.get_subcommands().empty()) {
     std::cerr << "ringmaster: a command is required: submit, jobs, describe, logs, cancel, nodes, checkpoints, "
-                 "plan or local (see --help)\n";
+                 "plan, validate or local (see --help)\n";
     return kExitUsage;
   }
   if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, "cli"); !s.ok()) {
@@ -213,10 +236,8 @@ int main(int argc, char** argv) {
     if (down_cmd->parsed()) return RunLocalDown(global, local, console);
     return RunLocalStatus(global, local, console);
   }
-  if (plan_cmd->parsed()) {
-    std::cerr << "ringmaster: plan is not available yet (it needs the engine's memory and step-time model)\n";
-    return kExitError;
-  }
+  if (plan_cmd->parsed()) return RunPlan(global, plan, console);
+  if (validate_cmd->parsed()) return RunValidate(global, plan, console);
 
   connection.coordinator = global.coordinator;
   connection.home = Getenv("HOME");

@@ -99,9 +99,13 @@ if cp:
     need(any(f.get("podSelector", {}).get("matchLabels", {}).get("ringmaster.io/client") == "true" for f in grpc["from"]),
          "coordinator gRPC: from CLI pods")
 kinds = sorted(o["kind"] for o in monitors if o["apiVersion"].startswith("monitoring.coreos.com/"))
-need(kinds == ["PodMonitor", "ServiceMonitor"], f"prometheus-operator: a PodMonitor and a ServiceMonitor, got {kinds}")
+need(kinds == ["PodMonitor", "ServiceMonitor", "ServiceMonitor"],
+     f"prometheus-operator: a PodMonitor and ServiceMonitors (coordinator, DCGM exporter), got {kinds}")
 for m in monitors:
-    if m["kind"] == "ServiceMonitor":
+    if m["kind"] == "ServiceMonitor" and m["metadata"]["name"] == "nvidia-dcgm-exporter":
+        need(m["spec"]["endpoints"][0]["relabelings"][0] == {"targetLabel": "job", "replacement": "dcgm"},
+             "DCGM ServiceMonitor: scrape job dcgm, as the static configs name it")
+    elif m["kind"] == "ServiceMonitor":
         svc = by.get(("Service", "ringmaster-coordinator-metrics"))
         need(m["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items(), "ServiceMonitor selects the metrics Service")
         need(m["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"], "ServiceMonitor: the metrics port by name")
@@ -112,7 +116,7 @@ for m in monitors:
         need(m["metadata"].get("namespace") == "ringmaster", f"{m['kind']}: namespace ringmaster")
 if errors:
     print("FAIL: " + "; ".join(errors)); sys.exit(1)
-print(f"ok: no Secret, images ringmaster:{version}, probes on /healthz, no API tokens, IPC_LOCK + RDMA + memory /dev/shm + a draining preStop on the worker, a coordinator PDB, NetworkPolicies, the operator's monitors")
+print(f"ok: no Secret, images ringmaster:{version}, probes on /healthz, no API tokens, IPC_LOCK + RDMA + memory /dev/shm + a draining preStop on the worker, a coordinator PDB, NetworkPolicies, the operator's monitors (DCGM too)")
 PY
 
 # The check can fail: a port that is not a number, a DaemonSet without a selector.

@@ -8,7 +8,9 @@
 #     /metrics (with the rank's series present);
 #   - every PromQL expression of every dashboard panel and every rule is
 #     evaluated through Prometheus' HTTP API and returns data
-#     (deploy/tests/check_promql.py; alerts: parse, and their selectors select).
+#     (deploy/tests/check_promql.py; alerts: parse, and their selectors select;
+#     annotations: evaluate), the GPU panels from a recorded DCGM exporter
+#     scrape joined to a rank by UUID.
 # The job is then cancelled; everything started here is stopped and reaped.
 # Usage: observability_e2e_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
@@ -23,6 +25,19 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # cluster_lib's start_coordinator/start_worker turn /metrics off: these keep it on.
 cmetrics=127.0.0.1:$(free_port) wmetrics=127.0.0.1:$(free_port) prom=127.0.0.1:$(free_port)
+# No GPU here: the GPU panels read recorded series. A DCGM exporter's scrape
+# (deploy/tests/dcgm_sample.prom) as the dcgm job, and, once the job exists,
+# what a CUDA rank's worker adds for it (ringmaster_rank_gpu_info with the
+# sample GPU's UUID) as one more worker target. Served by static HTTP servers.
+dcgm=127.0.0.1:$(free_port) gpuinfo=127.0.0.1:$(free_port)
+mkdir -p "$state/dcgm" "$state/gpuinfo"
+cp "$deploy/tests/dcgm_sample.prom" "$state/dcgm/metrics"
+: >"$state/gpuinfo/metrics"
+for served in "dcgm $dcgm" "gpuinfo $gpuinfo"; do
+  set -- $served
+  python3 -m http.server --bind 127.0.0.1 --directory "$state/$1" "${2##*:}" >"$state/$1.log" 2>&1 &
+  pids+=($!)
+done
 "$coordinator" --listen "$addr" --state-dir "$state/coordinator" --metrics-listen "$cmetrics" \
   --heartbeat-interval 500ms >"$state/coordinator.log" 2>&1 &
 pids+=($!)
@@ -35,7 +50,8 @@ pids+=($!)
 mkdir -p "$state/prometheus/rules"
 cp "$deploy"/prometheus/rules/*.yml "$state/prometheus/rules/"
 sed -e "s|- targets: .*# COORDINATOR_TARGETS|- targets: ['$cmetrics']|" \
-    -e "s|- targets: .*# WORKER_TARGETS|- targets: ['$wmetrics']|" \
+    -e "s|- targets: .*# WORKER_TARGETS|- targets: ['$wmetrics', '$gpuinfo']|" \
+    -e "s|- targets: .*# DCGM_TARGETS|- targets: ['$dcgm']|" \
     -e 's|scrape_interval: 15s|scrape_interval: 1s|' -e 's|evaluation_interval: 15s|evaluation_interval: 1s|' \
     "$deploy/prometheus/prometheus.yml" >"$state/prometheus/prometheus.yml"
 grep -q "$cmetrics" "$state/prometheus/prometheus.yml" && grep -q "$wmetrics" "$state/prometheus/prometheus.yml" ||
@@ -55,6 +71,9 @@ out=$(rm_cli submit "$spec" --set resources.nodes=1 --set resources.ranks_per_no
 job=$(job_id_of "$out")
 [ -n "$job" ] || fail "no job id in: $out"
 echo "job $job submitted"
+uuid=$(grep -o 'UUID="[^"]*"' "$deploy/tests/dcgm_sample.prom" | head -1)
+printf '# TYPE ringmaster_rank_gpu_info gauge\nringmaster_rank_gpu_info{%s,job="%s",node="dgx-01",rank="0"} 1\n' \
+  "$uuid" "$job" >"$state/gpuinfo/metrics"
 
 # Rank series with a committed checkpoint on the worker's /metrics.
 scrape() { curl -sf --max-time 5 "http://$1/metrics"; }

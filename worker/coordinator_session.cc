@@ -384,6 +384,9 @@ void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1
         if (metrics_ != nullptr) {
           metrics_->SetCheckpointPlan(start.job_id(), start.generation(), start.spec().checkpoint().interval_steps(),
                                       start.has_resume_from() ? start.resume_from().step() : 0);
+          for (const v1::RankAssignment& rank : start.placement().ranks()) {
+            metrics_->SetRankGpu(start.job_id(), rank.global_rank(), rank.gpu_uuid());
+          }
         }
         v1::WorkerMessage answer;
         *answer.mutable_start_result() = launcher_->Start(message.start());

@@ -36,6 +36,19 @@ const ReportGauge kReportGauges[] = {
      [](const v1::StepMetrics& m) { return m.eval_accuracy(); }, true},
     {"ringmaster_rank_eval_step", "Step of the last evaluation (0: none yet).",
      [](const v1::StepMetrics& m) { return static_cast<double>(m.eval_step()); }, false},
+    {"ringmaster_rank_model_flops_per_second",
+     "The rank's model FLOPs per second in its last step (forward and backward of its blocks, as `ringmaster plan` "
+     "counts them).",
+     [](const v1::StepMetrics& m) { return m.model_flops_per_second(); }, false},
+    {"ringmaster_rank_mfu_ratio",
+     "Model FLOPs utilisation: model FLOP/s over the device's dense peak for the precision (NaN: peak unknown).",
+     [](const v1::StepMetrics& m) {
+       return m.peak_flops_per_second() > 0 ? m.model_flops_per_second() / m.peak_flops_per_second()
+                                            : std::numeric_limits<double>::quiet_NaN();
+     },
+     false},
+    {"ringmaster_rank_data_wait_seconds", "Of the last step, seconds spent waiting for its input batch.",
+     [](const v1::StepMetrics& m) { return m.data_wait_seconds(); }, false},
 };
 
 }  // namespace
@@ -60,6 +73,7 @@ struct WorkerMetrics::Families {
   Family<Counter>* checkpoints;
   Family<Gauge>* checkpoint_interval_steps;
   Family<Gauge>* last_checkpoint_step;
+  Family<Gauge>* gpu_info;
   std::vector<Family<Gauge>*> report_gauges;  // kReportGauges, in order
   Histogram::BucketBoundaries step_buckets;
   Histogram::BucketBoundaries checkpoint_buckets;
@@ -95,6 +109,7 @@ struct WorkerMetrics::RankSeries {
   Counter* checkpoints;
   Gauge* checkpoint_interval_steps;
   Gauge* last_checkpoint_step;
+  Gauge* gpu_info = nullptr;  // CUDA ranks only
   std::vector<Gauge*> report_gauges;  // kReportGauges, in order
   double compute = 0;  // last reported step time less communication, seconds
 };
@@ -145,6 +160,9 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
   RETURN_IF_ERROR(gauge("ringmaster_rank_last_checkpoint_step",
                         "Step of the last checkpoint the rank committed, or its generation resumed from (0: none).",
                         &f->last_checkpoint_step));
+  RETURN_IF_ERROR(gauge("ringmaster_rank_gpu_info",
+                        "1 for each CUDA rank, labelled with the UUID of its GPU (joins the DCGM exporter's series).",
+                        &f->gpu_info));
   for (const ReportGauge& g : kReportGauges) {
     ASSIGN_OR_RETURN(Family<Gauge> * family, registry->AddGauge(g.name, g.help));
     f->report_gauges.push_back(family);
@@ -205,6 +223,12 @@ WorkerMetrics::RankSeries* WorkerMetrics::SeriesLocked(const std::string& job_id
   s->checkpoints = &f.checkpoints->Add(labels);
   s->checkpoint_interval_steps = &f.checkpoint_interval_steps->Add(labels);
   s->last_checkpoint_step = &f.last_checkpoint_step->Add(labels);
+  if (auto gpu = gpus_.find(key); gpu != gpus_.end()) {
+    prometheus::Labels with_uuid = labels;
+    with_uuid["UUID"] = gpu->second;
+    s->gpu_info = &f.gpu_info->Add(with_uuid);
+    s->gpu_info->Set(1);
+  }
   for (size_t i = 0; i < f.report_gauges.size(); ++i) {
     Gauge& gauge = f.report_gauges[i]->Add(labels);
     if (kReportGauges[i].eval) gauge.Set(std::numeric_limits<double>::quiet_NaN());
@@ -237,6 +261,15 @@ void WorkerMetrics::SetCheckpointPlan(const std::string& job_id, int64_t generat
   CheckpointPlan& plan = plans_[job_id];
   if (generation < plan.generation) return;
   plan = {generation, interval_steps, resumed_step};
+}
+
+void WorkerMetrics::SetRankGpu(const std::string& job_id, int32_t rank, const std::string& uuid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (uuid.empty()) {
+    gpus_.erase({job_id, rank});
+  } else {
+    gpus_[{job_id, rank}] = uuid;
+  }
 }
 
 void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& m) {
@@ -317,6 +350,8 @@ void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, in
   f.checkpoints->Remove(s.checkpoints);
   f.checkpoint_interval_steps->Remove(s.checkpoint_interval_steps);
   f.last_checkpoint_step->Remove(s.last_checkpoint_step);
+  if (s.gpu_info != nullptr) f.gpu_info->Remove(s.gpu_info);
+  gpus_.erase(key);
   for (size_t i = 0; i < s.report_gauges.size(); ++i) f.report_gauges[i]->Remove(s.report_gauges[i]);
   series_.erase(it);
   UpdateSkewLocked(job_id);

@@ -23,7 +23,11 @@
 //   ringmaster_rank_last_checkpoint_step (the rank's last commit, or the step
 //   its generation resumed from: a checkpoint-overdue alert reads them),
 //   ringmaster_rank_epoch, ringmaster_rank_total_steps, ringmaster_rank_eval_loss, ringmaster_rank_eval_accuracy (NaN
-//   until the rank has evaluated: rank 0 evaluates), ringmaster_rank_eval_step.
+//   until the rank has evaluated: rank 0 evaluates), ringmaster_rank_eval_step,
+//   ringmaster_rank_model_flops_per_second, ringmaster_rank_mfu_ratio (NaN
+//   when the device's peak is unknown), ringmaster_rank_data_wait_seconds,
+//   ringmaster_rank_gpu_info (1, with label UUID: the rank's GPU, as the DCGM
+//   exporter labels its series; CUDA ranks only).
 // A rank's series disappear when its process exits.
 // Per node (label node):
 //   ringmaster_worker_ranks_running, ringmaster_worker_gpus,
@@ -71,6 +75,9 @@ class WorkerMetrics {
   // ringmaster_rank_checkpoint_interval_steps and _last_checkpoint_step
   // start from these.
   void SetCheckpointPlan(const std::string& job_id, int64_t generation, int64_t interval_steps, int64_t resumed_step);
+  // The GPU (its UUID) a rank of the job runs on, from its StartRanks order;
+  // its series created afterwards carry ringmaster_rank_gpu_info. "": none.
+  void SetRankGpu(const std::string& job_id, int32_t rank, const std::string& uuid);
   // The rank's process exited: counts it and removes its series (unless a
   // newer generation of the same rank already reports).
   void RankExited(const std::string& job_id, int64_t generation, int32_t rank);
@@ -104,6 +111,7 @@ class WorkerMetrics {
     int64_t resumed_step = 0;
   };
   std::map<std::string, CheckpointPlan> plans_;  // by job: its newest generation's
+  std::map<std::pair<std::string, int32_t>, std::string> gpus_;  // GPU UUID per (job, rank)
 };
 
 }  // namespace ringmaster::worker

@@ -103,6 +103,30 @@ TEST(WorkerMetricsTest, AnExitedRanksSeriesGoUnlessANewerGenerationReports) {
   EXPECT_THAT(text, HasSubstr("ringmaster_worker_rank_exits_total{node=\"n\"} 2"));
 }
 
+TEST(WorkerMetricsTest, ExposesMfuDataWaitAndTheGpuOfEachRank) {
+  MetricsRegistry registry;
+  std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
+  metrics->SetRankGpu("j", 0, "GPU-8f1c0000-1111-2222-3333-444455556666");
+  v1::StepMetrics m = Step(3);
+  m.set_model_flops_per_second(400e12);
+  m.set_peak_flops_per_second(1000e12);
+  m.set_data_wait_seconds(0.002);
+  metrics->RecordStep("j", 1, 0, m);
+  metrics->RecordStep("j", 1, 1, Step(3));  // a CPU rank: peak unknown, no GPU
+  std::string text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_model_flops_per_second{job=\"j\",node=\"n\",rank=\"0\"} 4e+14"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_mfu_ratio{job=\"j\",node=\"n\",rank=\"0\"} 0.4"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_mfu_ratio{job=\"j\",node=\"n\",rank=\"1\"} Nan"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_data_wait_seconds{job=\"j\",node=\"n\",rank=\"0\"} 0.002"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_gpu_info{UUID=\"GPU-8f1c0000-1111-2222-3333-444455556666\",job=\"j\","
+                              "node=\"n\",rank=\"0\"} 1"));
+  // Only the CUDA rank has one.
+  const std::string info = "ringmaster_rank_gpu_info{";
+  EXPECT_EQ(text.find(info, text.find(info) + 1), std::string::npos);
+  metrics->RankExited("j", 1, 0);
+  EXPECT_THAT(registry.ExposeText(), Not(HasSubstr("ringmaster_rank_gpu_info{")));
+}
+
 v1::StepMetrics Timed(double step_seconds, double comm_seconds) {
   v1::StepMetrics m = Step(1);
   m.set_step_time_seconds(step_seconds);

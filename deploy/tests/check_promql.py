@@ -124,6 +124,19 @@ def main(argv):
             checked += 1
             if job not in values["data"]:
                 failures.append(f"{path}: variable {name} ({q}) does not list {job}: {values['data']}")
+        # Annotations mark events (restarts, checkpoints): their queries must
+        # evaluate; an event need not have happened.
+        for ann in dash.get("annotations", {}).get("list", []):
+            expr = ann.get("expr", "")
+            if not expr:
+                continue
+            expr = expr.replace("${job}", job).replace("$job", job)
+            checked += 1
+            r = query(base, expr)
+            if r.get("status") != "success":
+                failures.append(f"{path}: annotation {ann['name']!r}: {expr!r}: {r.get('errorType')}: {r.get('error')}")
+            else:
+                print(f"ok (evaluates): annotation {dash['title']} / {ann['name']}")
         panels = dash["panels"]
         if not panels:
             failures.append(f"{path}: no panels")

@@ -41,9 +41,12 @@ Tensor HostAllocator::Empty(const Shape& shape, DType dtype) {
   const size_t bytes = NumElements(shape) * DTypeSize(dtype);
   const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   void* p = Allocate(rounded);
+  CountHostTensorBytes(static_cast<int64_t>(rounded));
   std::shared_ptr<HostAllocator> self = shared_from_this();
-  auto storage = std::make_shared<Storage>(p, rounded, Device::kCpu,
-                                           [self, rounded](void* q) { self->Release(q, rounded); });
+  auto storage = std::make_shared<Storage>(p, rounded, Device::kCpu, [self, rounded](void* q) {
+    self->Release(q, rounded);
+    CountHostTensorBytes(-static_cast<int64_t>(rounded));
+  });
   return Tensor(std::move(storage), shape, dtype);
 }
 

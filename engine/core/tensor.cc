@@ -1,5 +1,6 @@
 #include "engine/core/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -10,11 +11,20 @@
 namespace ringmaster::engine {
 namespace {
 
+std::atomic<int64_t> host_live_bytes{0};
+std::atomic<int64_t> host_peak_bytes{0};
+
 std::shared_ptr<Storage> HostStorage(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
   ENGINE_CHECK(p != nullptr, "out of host memory allocating {} bytes", bytes);
-  return std::make_shared<Storage>(p, bytes, Device::kCpu, [](void* q) { std::free(q); });
+  const auto counted = static_cast<int64_t>(rounded);
+  CountHostTensorBytes(counted);
+  return std::make_shared<Storage>(p, bytes, Device::kCpu, [counted](void* q) {
+    std::free(q);
+    CountHostTensorBytes(-counted);
+  });
 }
 
 }  // namespace
@@ -118,5 +128,18 @@ std::vector<float> Tensor::ToVector() const {
   }
   return out;
 }
+
+void CountHostTensorBytes(int64_t delta) {
+  const int64_t live = host_live_bytes.fetch_add(delta, std::memory_order_relaxed) + delta;
+  int64_t peak = host_peak_bytes.load(std::memory_order_relaxed);
+  while (live > peak && !host_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+
+HostTensorMemory HostTensorMemoryStats() {
+  return {host_live_bytes.load(std::memory_order_relaxed), host_peak_bytes.load(std::memory_order_relaxed)};
+}
+
+void ResetHostTensorPeak() { host_peak_bytes.store(host_live_bytes.load(std::memory_order_relaxed)); }
 
 }  // namespace ringmaster::engine

@@ -92,6 +92,20 @@ class Tensor {
   size_t offset_ = 0;
 };
 
+// Host tensor memory of this process: the bytes held by live host tensors
+// (Tensor::Empty and friends, and the CPU backend's allocator, not counting
+// the freed blocks it caches) and their peak: the CPU's counterpart of the
+// CUDA caching allocator's allocated bytes. Thread-safe.
+struct HostTensorMemory {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+HostTensorMemory HostTensorMemoryStats();
+// Starts a new peak from the bytes live now.
+void ResetHostTensorPeak();
+// For allocators of host tensors: bytes handed out (> 0) or given back (< 0).
+void CountHostTensorBytes(int64_t delta);
+
 }  // namespace ringmaster::engine
 
 #endif  // RINGMASTER_ENGINE_CORE_TENSOR_H_

@@ -40,6 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/core/parameter.h"
 #include "engine/core/tensor.h"
+#include "engine/optim/optimizer_config.h"
 
 namespace ringmaster::kernels {
 struct DeviceStepControl;  // engine/kernels/loss_scale.h
@@ -47,25 +48,9 @@ struct DeviceStepControl;  // engine/kernels/loss_scale.h
 
 namespace ringmaster::engine::optim {
 
-enum class OptimizerKind { kSgd, kAdamW, kLars, kLamb };
-
 const char* OptimizerKindName(OptimizerKind kind);  // "sgd", "adamw", "lars", "lamb"
 // Parses "sgd" | "adamw" | "lars" | "lamb"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<OptimizerKind> ParseOptimizerKind(absl::string_view name);
-
-struct OptimizerConfig {
-  OptimizerKind kind = OptimizerKind::kSgd;
-  // Base learning rate of the run (what the schedule starts from). The
-  // optimizer itself uses the lr passed to each Step.
-  float lr = 0.01f;
-  float momentum = 0.9f;             // SGD, LARS; in [0, 1)
-  bool nesterov = false;             // SGD only; needs momentum > 0
-  float weight_decay = 0.0f;         // >= 0. SGD/LARS: L2 term in the gradient; AdamW/LAMB: decoupled
-  double beta1 = 0.9;                // AdamW, LAMB; in [0, 1) (fp64: see AdamWArgs)
-  double beta2 = 0.999;              // AdamW, LAMB; in [0, 1)
-  float eps = 1e-8f;                 // AdamW, LAMB; > 0 (LAMB papers use 1e-6)
-  float trust_coefficient = 0.001f;  // LARS eta; > 0
-};
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 

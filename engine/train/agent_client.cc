@@ -79,6 +79,9 @@ void AgentClient::ReportStep(const StepReport& step) {
   m.set_grad_norm(step.grad_norm);
   m.set_learning_rate(step.lr);
   m.set_memory_bytes(step.device_memory_peak_bytes > 0 ? step.device_memory_peak_bytes : PeakRssBytes());
+  m.set_model_flops_per_second(step.seconds > 0 ? step.model_flops / step.seconds : 0);
+  m.set_peak_flops_per_second(step.peak_flops);
+  m.set_data_wait_seconds(step.data_wait_seconds);
   *m.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
   {
     std::lock_guard<std::mutex> lock(mu_);

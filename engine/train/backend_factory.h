@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "engine/core/backend.h"
@@ -32,6 +33,10 @@ void* BackendStream(Backend& backend);
 
 // The backend's device memory; zeros for the CPU.
 DeviceMemoryStats BackendMemory(Backend& backend);
+
+// The CUDA device's name as the driver gives it ("NVIDIA H100 80GB HBM3");
+// "" for the CPU.
+std::string BackendDeviceName(Backend& backend);
 
 }  // namespace ringmaster::engine
 

@@ -27,4 +27,11 @@ DeviceMemoryStats BackendMemory(Backend& backend) {
           static_cast<int64_t>(stats.peak_allocated_bytes)};
 }
 
+std::string BackendDeviceName(Backend& backend) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  cudaDeviceProp properties;
+  if (cuda == nullptr || cudaGetDeviceProperties(&properties, cuda->config().device) != cudaSuccess) return "";
+  return properties.name;
+}
+
 }  // namespace ringmaster::engine

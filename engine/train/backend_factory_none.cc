@@ -13,4 +13,6 @@ void* BackendStream(Backend& /*backend*/) { return nullptr; }
 
 DeviceMemoryStats BackendMemory(Backend& /*backend*/) { return {}; }
 
+std::string BackendDeviceName(Backend& /*backend*/) { return ""; }
+
 }  // namespace ringmaster::engine

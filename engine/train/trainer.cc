@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/plan/plan.h"
 #include "engine/train/backend_factory.h"
 #include "engine/train/state_dump.h"
 #include "spdlog/spdlog.h"
@@ -62,6 +64,7 @@ absl::Status Trainer::Init() {
   }
   ASSIGN_OR_RETURN(optim::LrSchedule schedule, optim::LrSchedule::Create(config_.schedule));
   schedule_.emplace(schedule);
+  SetUpFlopAccounting();
   if (rank() == 0) {
     spdlog::info("{}: {} parameters, {} training samples, {} steps per epoch, {} steps", config_.name,
                  model_->NumParameters(), train_data_->size(), train_loader_->batches_per_epoch(), total_steps_);
@@ -70,6 +73,24 @@ absl::Status Trainer::Init() {
                  zero_ != nullptr ? absl::StrCat(" (ZeRO-1 shard 1/", grid_->layout().data(), ")") : "");
   }
   return absl::OkStatus();
+}
+
+void Trainer::SetUpFlopAccounting() {
+  const int begin = pipeline_ != nullptr ? pipeline_->range().begin : 0;
+  const int end = pipeline_ != nullptr ? pipeline_->range().end : model_->num_blocks();
+  const int64_t replicas = grid_ != nullptr ? grid_->layout().data() : 1;
+  rank_flops_per_step_ =
+      plan::TrainingFlopsPerSample(config_.model, begin, end) * static_cast<double>(config_.data.global_batch / replicas);
+  absl::StatusOr<plan::DeviceProfile> device =
+      on_device() ? plan::DeviceForCudaName(BackendDeviceName(*backend_)) : plan::FindDevice("cpu");
+  if (!device.ok()) return;  // a GPU without known peak rates: no MFU
+  peak_flops_ = plan::PeakFlops(*device, config_);
+  if (!on_device()) {
+    // This rank's share of the cores: its threads.
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    const double threads = config_.threads > 0 ? std::min<double>(config_.threads, cores) : cores;
+    peak_flops_ *= threads / cores;
+  }
 }
 
 bool Trainer::EvalDue() const {

@@ -70,6 +70,9 @@ struct StepReport {
   double grad_norm = 0.0;   // global L2 norm of the (unscaled) gradients
   double seconds = 0.0;     // wall time of the step
   double comm_seconds = 0.0;  // time in gradient and pipeline communication
+  double data_wait_seconds = 0;  // waiting for the input batch (the loader's queue was empty)
+  double model_flops = 0;   // this rank's FLOPs in the step (forward and backward of its blocks)
+  double peak_flops = 0;    // its device's dense peak FLOP/s for the precision; 0: unknown
   int64_t samples = 0;      // samples in the step (global batch)
   int64_t tokens = 0;       // tokens in the step (language models; else 0)
   // CUDA: bytes held by the caching device allocator now, and at its peak; else 0.
@@ -171,6 +174,8 @@ class Trainer {
   bool IsLanguageModel() const { return config_.model.kind == nn::ModelKind::kGpt; }
   bool distributed() const { return world_ != nullptr && world_->size() > 1; }
   bool EvalDue() const;
+  // rank_flops_per_step_ and peak_flops_, for the MFU the step reports carry.
+  void SetUpFlopAccounting();
   // Whether the ranks agree to write a checkpoint now because
   // options.checkpoint_requested said so (collective every
   // control_interval_steps steps).
@@ -246,6 +251,8 @@ class Trainer {
   std::unique_ptr<parallel::DataParallel> dp_;
   std::unique_ptr<parallel::ZeroOptimizer> zero_;
   parallel::StagePartition stages_;  // empty without a pipeline
+  double rank_flops_per_step_ = 0;    // this rank's blocks, forward and backward (engine/plan)
+  double peak_flops_ = 0;             // its device's dense peak; 0: unknown
   int64_t step_ = 0;
   int64_t total_steps_ = 0;
   Tensor control_flag_;             // one f32 on the backend: the request, summed over the world

@@ -14,7 +14,7 @@
 #include "engine/nn/model_factory.h"
 #include "engine/optim/loss_scaler.h"
 #include "engine/optim/lr_schedule.h"
-#include "engine/optim/optimizer.h"
+#include "engine/optim/optimizer_config.h"
 #include "engine/parallel/bucket.h"
 #include "engine/parallel/schedule.h"
 #include "proto/job_spec.pb.h"

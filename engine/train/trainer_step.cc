@@ -108,6 +108,9 @@ absl::StatusOr<StepReport> Trainer::Step() {
   auto start = std::chrono::steady_clock::now();
   Batch batch = train_loader_->Next();
   StepReport report;
+  report.data_wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.model_flops = rank_flops_per_step_;
+  report.peak_flops = peak_flops_;
   report.epoch = batch.epoch;
   report.samples = config_.data.global_batch;
   report.loss_scale = scaler_.scale();  // the scaler's state after the last step
