@@ -12,6 +12,7 @@
 // (the composition root) parses flags and the environment, builds the
 // channel and calls them.
 
+#include <istream>
 #include <ostream>
 #include <string>
 
@@ -26,12 +27,16 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 // Bad command line or job spec (nothing was sent).
 inline constexpr int kExitUsage = 2;
-// submit --wait/--follow: the job ended FAILED or CANCELLED.
+// submit --wait/--follow, attach: the job ended FAILED or CANCELLED.
 inline constexpr int kExitJobFailed = 3;
 
+// -o/--output. Every command takes every format: wide is the table where a
+// command has no wider one; json and yaml print each response whole.
 enum class OutputFormat {
   kTable,  // aligned columns and labelled fields for people
+  kWide,   // the table with more columns (jobs: OWNER, LABELS)
   kJson,   // each response as one line of protobuf JSON (JSON Lines)
+  kYaml,   // each response as a YAML document (its protobuf JSON), each after a `---` line
 };
 
 struct GlobalOptions {
@@ -45,8 +50,8 @@ struct GlobalOptions {
   absl::Duration reconnect_timeout = absl::Seconds(60);
 };
 
-// Where a command writes. `out` gets results (tables, JSON, ids, log lines);
-// `err` gets the one-line error of a failed command.
+// Where a command reads and writes. `out` gets results (tables, JSON, ids,
+// log lines); `err` gets the one-line error of a failed command.
 struct Console {
   std::ostream& out;
   std::ostream& err;
@@ -54,6 +59,8 @@ struct Console {
   bool out_is_tty = false;
   // Ages ("3m") and ETAs are computed against it.
   const Clock* clock = Clock::Real();
+  // Standard input (`submit -` reads the spec from it); nullptr: none.
+  std::istream* in = nullptr;
 };
 
 }  // namespace ringmaster::client

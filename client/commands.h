@@ -4,8 +4,10 @@
 // The commands of `ringmaster` that talk to the coordinator's JobService.
 // Each returns an exit code (client/cli.h) and writes its result to
 // console.out and, on failure, one line to console.err (client/rpc_errors.h).
-// With --output json each response is printed as one line of protobuf JSON.
+// With --output json each response is printed as one line of protobuf JSON,
+// with yaml as one YAML document (client/output.h).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,8 +20,10 @@ namespace ringmaster::client {
 
 using JobStub = v1::JobService::StubInterface;
 
-// submit FILE [--set k=v ...] [--wait | --follow] [--request-id ID]
+// submit FILE|- [--set k=v ...] [--wait | --follow] [--request-id ID]
 struct SubmitOptions {
+  // The spec file; "-": console.in, JSON when its first non-blank character
+  // is '{', else YAML, named "stdin" unless it (or a --set) names itself.
   std::string file;
   std::vector<std::string> overrides;  // --set, in order
   bool wait = false;    // block until the job is terminal
@@ -42,33 +46,51 @@ struct SubmitOptions {
 // CANCELLED (one line on stderr with its message).
 int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& options, Console& console);
 
-// jobs [--state S ...]: all pages of ListJobs, newest first.
+// jobs [--state S ...] [-l k=v[,k=v] ...]: all pages of ListJobs, newest
+// first; -o wide adds OWNER and LABELS.
 struct JobsOptions {
   std::vector<std::string> states;  // "running" or "JOB_STATE_RUNNING", any case
-  int limit = 50;                   // newest first; 0: every job
+  // -l: "key=value" or "k1=v1,k2=v2" each; the jobs carry every one of them.
+  std::vector<std::string> labels;
+  int limit = 50;  // newest first; 0: every job
 };
 int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& options, Console& console);
 
 // describe JOB: the spec summary, the placement and the timeline.
 int RunDescribe(JobStub& stub, const GlobalOptions& global, const std::string& job_id, Console& console);
 
-// logs JOB [-f] [--rank N] [--tail N]
+// logs JOB [-f] [--rank N] [--tail N] [--since D] [--timestamps] [--generation N]
 struct LogsOptions {
   std::string job_id;
   bool follow = false;
   std::optional<int> rank;
   int tail_lines = 0;  // 0: every stored line
+  // Only lines whose LogLine.time is after console.clock's now - since (the
+  // coordinator sends the --tail lines, the CLI drops the older ones).
+  std::optional<absl::Duration> since;
+  bool timestamps = false;  // prefix each line with its time, RFC 3339
+  int64_t generation = 0;   // only this generation (>= 1); 0: the current one
 };
-// Lines are printed as "[rank N] text"; the lines of each chunk the
-// coordinator sends are merged by time across ranks (stable).
+// Lines are printed as "[rank N] text" (--timestamps: "TIME [rank N] text");
+// the lines of each chunk the coordinator sends are merged by time across
+// ranks (stable).
 int RunLogs(JobStub& stub, const GlobalOptions& global, const LogsOptions& options, Console& console);
 
-// cancel JOB [--reason TEXT]
+// cancel JOB [JOB ...] [--reason TEXT]
 struct CancelOptions {
-  std::string job_id;
-  std::string reason;  // recorded in the job's CANCELLED event
+  std::vector<std::string> job_ids;
+  std::string reason;  // recorded in each job's CANCELLED event
 };
+// Cancels each job in turn, one line per job (or one response each with
+// json/yaml; a failure is its error line on console.err); kExitError when
+// any failed, after trying them all.
 int RunCancel(JobStub& stub, const GlobalOptions& global, const CancelOptions& options, Console& console);
+
+// attach JOB: follows a job as `submit --follow` does (events, the live
+// progress line, the final line; json/yaml: every WatchJobResponse) until it
+// ends: kExitOk when it SUCCEEDED, kExitJobFailed when it FAILED or was
+// CANCELLED.
+int RunAttach(JobStub& stub, const GlobalOptions& global, const std::string& job_id, Console& console);
 
 // nodes: the registered nodes, with their state (ready, cordoned, draining,
 // lost) and who cordoned them.

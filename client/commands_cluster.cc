@@ -23,8 +23,8 @@ int RunCheckpoints(JobStub& stub, const GlobalOptions& global, const Checkpoints
     return ReportRpcError(status, {global.coordinator, "ListCheckpoints", options.job_id, global.rpc_timeout},
                           console.err);
   }
-  if (global.output == OutputFormat::kJson) {
-    PrintJsonLine(response, console.out);
+  if (IsStructured(global.output)) {
+    PrintMessage(response, global.output, console.out);
     return kExitOk;
   }
   Table table({"STEP", "GEN", "STATUS", "STAGES", "SIZE", "COMMITTED", "PATH"});

@@ -144,8 +144,8 @@ int RunDescribe(JobStub& stub, const GlobalOptions& global, const std::string& j
   if (!status.ok()) {
     return ReportRpcError(status, {global.coordinator, "GetJob", job_id, global.rpc_timeout}, console.err);
   }
-  if (global.output == OutputFormat::kJson) {
-    PrintJsonLine(response, console.out);
+  if (IsStructured(global.output)) {
+    PrintMessage(response, global.output, console.out);
     return kExitOk;
   }
   PrintJob(response.job(), console.clock->Now(), console.out);

@@ -1,4 +1,4 @@
-// ringmaster logs JOB [-f] [--rank N] [--tail N]
+// ringmaster logs JOB [-f] [--rank N] [--tail N] [--since D] [--timestamps] [--generation N]
 
 #include <algorithm>
 #include <memory>
@@ -7,6 +7,7 @@
 #include "client/commands.h"
 #include "client/output.h"
 #include "client/rpc_errors.h"
+#include "google/protobuf/util/time_util.h"
 #include "grpcpp/grpcpp.h"
 
 namespace ringmaster::client {
@@ -18,13 +19,29 @@ bool EarlierThan(const v1::LogLine* a, const v1::LogLine* b) {
 }
 
 // The chunk's lines merged by time across ranks; lines of one rank keep the
-// order they came in.
-void PrintChunk(const v1::LogChunk& chunk, std::ostream& out) {
+// order they came in. With `timestamps` each starts with its time as
+// protobuf's JSON writes a Timestamp (RFC 3339, UTC, 0, 3, 6 or 9 fractional
+// digits).
+void PrintChunk(const v1::LogChunk& chunk, bool timestamps, std::ostream& out) {
   std::vector<const v1::LogLine*> lines;
   lines.reserve(chunk.lines_size());
   for (const v1::LogLine& line : chunk.lines()) lines.push_back(&line);
   std::stable_sort(lines.begin(), lines.end(), EarlierThan);
-  for (const v1::LogLine* line : lines) out << "[rank " << line->rank() << "] " << line->text() << "\n";
+  for (const v1::LogLine* line : lines) {
+    if (timestamps) out << google::protobuf::util::TimeUtil::ToString(line->time()) << " ";
+    out << "[rank " << line->rank() << "] " << line->text() << "\n";
+  }
+}
+
+// Drops the lines written before `since` (--since); false when none is left
+// of a chunk that had some.
+bool KeepNewer(absl::Time since, v1::LogChunk* chunk) {
+  if (chunk->lines().empty()) return true;
+  google::protobuf::RepeatedPtrField<v1::LogLine>* lines = chunk->mutable_lines();
+  lines->erase(std::remove_if(lines->begin(), lines->end(),
+                              [since](const v1::LogLine& line) { return FromProto(line.time()) < since; }),
+               lines->end());
+  return !lines->empty();
 }
 
 }  // namespace
@@ -33,18 +50,21 @@ int RunLogs(JobStub& stub, const GlobalOptions& global, const LogsOptions& optio
   v1::StreamLogsRequest request;
   request.set_job_id(options.job_id);
   if (options.rank.has_value()) request.set_rank(*options.rank);
+  request.set_generation(options.generation);
   request.set_tail_lines(options.tail_lines);
   request.set_follow(options.follow);
+  const absl::Time since = options.since.has_value() ? console.clock->Now() - *options.since : absl::InfinitePast();
   grpc::ClientContext context;
   // Without -f the stored lines come at once; bound that call like any other.
   if (!options.follow) SetTimeout(&context, global.rpc_timeout);
   std::unique_ptr<grpc::ClientReaderInterface<v1::LogChunk>> reader = stub.StreamLogs(&context, request);
   v1::LogChunk chunk;
   while (reader->Read(&chunk)) {
-    if (global.output == OutputFormat::kJson) {
-      PrintJsonLine(chunk, console.out);
+    if (options.since.has_value() && !KeepNewer(since, &chunk)) continue;
+    if (IsStructured(global.output)) {
+      PrintMessage(chunk, global.output, console.out);
     } else {
-      PrintChunk(chunk, console.out);
+      PrintChunk(chunk, options.timestamps, console.out);
     }
     console.out.flush();
   }

@@ -1,9 +1,7 @@
 // ringmaster nodes [cordon|uncordon|drain NODE].
 
-#include <algorithm>
 #include <set>
 #include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,14 +13,6 @@
 
 namespace ringmaster::client {
 namespace {
-
-std::string Labels(const google::protobuf::Map<std::string, std::string>& labels) {
-  if (labels.empty()) return "-";
-  std::vector<std::string> pairs;
-  for (const auto& [key, value] : labels) pairs.push_back(absl::StrCat(key, "=", value));
-  std::sort(pairs.begin(), pairs.end());  // Map iteration order is unspecified.
-  return absl::StrJoin(pairs, ",");
-}
 
 std::set<std::string> JobsOn(const v1::NodeInfo& node) {
   std::set<std::string> jobs;
@@ -83,8 +73,8 @@ int RunNodes(JobStub& stub, const GlobalOptions& global, Console& console) {
   SetTimeout(&context, global.rpc_timeout);
   grpc::Status status = stub.ListNodes(&context, request, &response);
   if (!status.ok()) return RpcFailed(status, global, "ListNodes", console);
-  if (global.output == OutputFormat::kJson) {
-    PrintJsonLine(response, console.out);
+  if (IsStructured(global.output)) {
+    PrintMessage(response, global.output, console.out);
     return kExitOk;
   }
   // GPUS and CPUS are free/total.
@@ -93,7 +83,7 @@ int RunNodes(JobStub& stub, const GlobalOptions& global, Console& console) {
     table.AddRow({node.node_id(), node.hostname(), node.address().empty() ? "-" : node.address(), State(node),
                   absl::StrCat(node.free_gpus(), "/", node.gpus_size()),
                   absl::StrCat(node.free_cpu_slots(), "/", node.cpu_slots()), Jobs(node), Cordon(node),
-                  Labels(node.labels()), node.worker_version().empty() ? "-" : node.worker_version()});
+                  FormatLabels(node.labels()), node.worker_version().empty() ? "-" : node.worker_version()});
   }
   table.Render(console.out);
   return kExitOk;
@@ -110,8 +100,8 @@ int RunCordon(JobStub& stub, const GlobalOptions& global, const NodeCommandOptio
   SetTimeout(&context, global.rpc_timeout);
   grpc::Status status = stub.CordonNode(&context, request, &response);
   if (!status.ok()) return RpcFailed(status, global, "CordonNode", console);
-  if (global.output == OutputFormat::kJson) {
-    PrintJsonLine(response, console.out);
+  if (IsStructured(global.output)) {
+    PrintMessage(response, global.output, console.out);
     return kExitOk;
   }
   const v1::NodeInfo& node = response.node();
@@ -137,8 +127,8 @@ int RunDrain(JobStub& stub, const GlobalOptions& global, const NodeCommandOption
     grpc::Status status = stub.DrainNode(&context, request, &response);
     if (!status.ok()) return RpcFailed(status, global, "DrainNode", console);
   }
-  const bool json = global.output == OutputFormat::kJson;
-  if (json) PrintJsonLine(response, console.out);
+  const bool json = IsStructured(global.output);  // json or yaml
+  if (json) PrintMessage(response, global.output, console.out);
   v1::NodeInfo node = response.node();
   const std::string name = NodeName(node);
   if (!json) {

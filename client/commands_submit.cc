@@ -1,17 +1,22 @@
-// ringmaster submit FILE [--set k=v ...] [--wait | --follow]
+// ringmaster submit FILE|- [--set k=v ...] [--wait | --follow], and
+// ringmaster attach JOB: both follow a job with FollowJob (client/watch.h).
 
+#include <istream>
 #include <string>
+#include <vector>
 
 #include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
-#include "client/plan_command.h"
 #include "client/output.h"
-#include "client/progress.h"
+#include "client/plan_command.h"
 #include "client/rpc_errors.h"
 #include "client/watch.h"
 #include "common/spec.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 
 namespace ringmaster::client {
@@ -22,51 +27,52 @@ std::string RandomRequestId() {
   return absl::StrFormat("cli-%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
 }
 
-std::string FormatEventLine(const v1::JobEvent& event) {
-  std::string line = absl::StrCat(FormatTimestamp(event.time()), "  ", EventKindName(event.kind()));
-  if (event.from_state() != event.to_state()) {
-    absl::StrAppend(&line, " (", StateName(event.from_state()), " -> ", StateName(event.to_state()), ")");
-  }
-  if (!event.reason().empty()) absl::StrAppend(&line, ": ", event.reason());
-  return line;
+// What `submit -` names the spec when it names itself nothing, and the prefix
+// of errors about its content (as a file's path is).
+constexpr char kStdinName[] = "stdin";
+// As common/spec.cc bounds a spec file.
+constexpr size_t kMaxSpecBytes = size_t{16} << 20;
+
+absl::Status InStdin(const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(kStdinName, ": ", status.message()));
 }
 
-// Watches the submitted job to its end, showing what `options` asks for.
-int WatchSubmitted(JobStub& stub, const GlobalOptions& global, const SubmitOptions& options, const std::string& job_id,
-                   Console& console) {
-  const bool json = global.output == OutputFormat::kJson;
-  ProgressPrinter printer(console.out, console.out_is_tty);
-  v1::WatchJobResponse last;
-  WatchOutcome outcome = WatchToEnd(stub, global, job_id, [&](const v1::WatchJobResponse& update) {
-    last = update;
-    if (!options.follow) return;
-    if (json) {
-      PrintJsonLine(update, console.out);
-      console.out.flush();
-      return;
+// `submit -`: the spec on `in`, loaded as LoadJobSpecFile loads a file (parse,
+// overrides, name, defaults, validation), JSON when its first non-blank
+// character is '{', else YAML; named "stdin" unless it or a --set names it.
+absl::StatusOr<v1::JobSpec> LoadJobSpecStdin(std::istream* in, const std::vector<std::string>& overrides,
+                                             bool validate) {
+  if (in == nullptr) return absl::FailedPreconditionError("submit -: there is no standard input to read");
+  std::string text;
+  char buffer[1 << 16];
+  while (in->read(buffer, sizeof buffer) || in->gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in->gcount()));
+    if (text.size() > kMaxSpecBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kStdinName, ": larger than ", kMaxSpecBytes >> 20, " MiB; not a job spec"));
     }
-    for (const v1::JobEvent& event : update.events()) printer.Note(FormatEventLine(event));
-    if (!IsTerminal(update.job().state())) printer.Update(FormatProgressLine(update.job()));
-  });
-  printer.Finish();
-  if (!outcome.status.ok()) {
-    return ReportRpcError(outcome.status, {global.coordinator, outcome.rpc, job_id, absl::InfiniteDuration()},
-                          console.err);
   }
-  if (json && !options.follow) PrintJsonLine(last, console.out);
-  const std::string final_line = FormatFinalLine(outcome.job, console.clock->Now());
-  if (outcome.job.state() != v1::JOB_STATE_SUCCEEDED) {
-    console.err << "ringmaster: " << final_line << "\n";
-    return kExitJobFailed;
-  }
-  if (!json) console.out << final_line << "\n";
-  return kExitOk;
+  if (in->bad()) return absl::DataLossError("cannot read the job spec from standard input");
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const SpecFormat format = first != std::string::npos && text[first] == '{' ? SpecFormat::kJson : SpecFormat::kYaml;
+  absl::StatusOr<v1::JobSpec> parsed = ParseJobSpec(text, format);
+  if (!parsed.ok()) return InStdin(parsed.status());
+  v1::JobSpec spec = *std::move(parsed);
+  for (const std::string& assignment : overrides) RETURN_IF_ERROR(ApplyOverride(&spec, assignment));
+  if (spec.name().empty()) spec.set_name(kStdinName);
+  ApplyDefaults(&spec);
+  if (validate) RETURN_IF_ERROR(InStdin(ValidateJobSpec(spec)));
+  return spec;
 }
 
 }  // namespace
 
 int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& options, Console& console) {
-  absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile(options.file, options.overrides, !options.skip_local_validation);
+  const bool validate = !options.skip_local_validation;
+  absl::StatusOr<v1::JobSpec> spec = options.file == "-"
+                                         ? LoadJobSpecStdin(console.in, options.overrides, validate)
+                                         : LoadJobSpecFile(options.file, options.overrides, validate);
   if (!spec.ok()) {
     console.err << "ringmaster: " << spec.status().message() << "\n";
     return kExitUsage;
@@ -85,14 +91,18 @@ int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& o
     return ReportRpcError(status, {global.coordinator, "Submit", "", global.rpc_timeout}, console.err);
   }
   for (const std::string& warning : response.warnings()) console.err << "ringmaster: warning: " << warning << "\n";
-  if (global.output == OutputFormat::kJson) {
-    PrintJsonLine(response, console.out);
+  if (IsStructured(global.output)) {
+    PrintMessage(response, global.output, console.out);
   } else {
     console.out << response.job().id() << "\n";
   }
   console.out.flush();
   if (!options.wait && !options.follow) return kExitOk;
-  return WatchSubmitted(stub, global, options, response.job().id(), console);
+  return FollowJob(stub, global, response.job().id(), options.follow, console);
+}
+
+int RunAttach(JobStub& stub, const GlobalOptions& global, const std::string& job_id, Console& console) {
+  return FollowJob(stub, global, job_id, /*show_progress=*/true, console);
 }
 
 }  // namespace ringmaster::client

@@ -1,6 +1,6 @@
 // jobs, describe, cancel, nodes, checkpoints and logs against an in-process
-// fake JobService: exact table and JSON outputs, requests sent, and the
-// one-line errors.
+// fake JobService: exact table, wide, JSON and YAML outputs, requests sent,
+// and the one-line errors.
 
 #include <sstream>
 #include <string>
@@ -16,6 +16,8 @@ namespace ringmaster::client {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
 
 constexpr int64_t kT0 = 1795000000;  // 2026-11-18T11:06:40Z
 
@@ -126,6 +128,71 @@ TEST_F(CommandsTest, JobsStateFilter) {
             "restarting, succeeded, failed or cancelled)\n");
 }
 
+TEST_F(CommandsTest, JobsLabelSelector) {
+  JobsOptions options;
+  options.labels = {"team=nlp", "tier=prod,env="};
+  EXPECT_EQ(RunJobs(*stub_, global_, options, console_), kExitOk);
+  ASSERT_EQ(calls().list_jobs.size(), 1u);
+  EXPECT_THAT(calls().list_jobs[0].label_selector(),
+              UnorderedElementsAre(Pair("team", "nlp"), Pair("tier", "prod"), Pair("env", "")));
+
+  // Malformed: one line naming -l and the bad part; nothing is sent.
+  for (const auto& [labels, error] : std::vector<std::pair<std::string, std::string>>{
+           {"team", "ringmaster: -l: expected key=value, got \"team\"\n"},
+           {"team=nlp,", "ringmaster: -l: expected key=value, got \"\"\n"},
+           {"=nlp", "ringmaster: -l: bad label key \"\" in \"=nlp\" (1 to 63 characters of [A-Za-z0-9._/-])\n"},
+           {"a b=c", "ringmaster: -l: bad label key \"a b\" in \"a b=c\" (1 to 63 characters of [A-Za-z0-9._/-])\n"},
+           {"team=a,team=b", "ringmaster: -l: label team asked for twice, as \"a\" and \"b\"\n"},
+       }) {
+    err_.str("");
+    options.labels = {labels};
+    EXPECT_EQ(RunJobs(*stub_, global_, options, console_), kExitUsage) << labels;
+    EXPECT_EQ(err_.str(), error);
+  }
+  EXPECT_EQ(calls().list_jobs.size(), 1u);
+}
+
+TEST_F(CommandsTest, JobsWideAddsOwnerAndSortedLabels) {
+  v1::Job job = MakeJob("j-2", "gpt-small", v1::JOB_STATE_RUNNING);
+  job.set_owner("alice");
+  (*job.mutable_spec()->mutable_labels())["team"] = "nlp";
+  (*job.mutable_spec()->mutable_labels())["env"] = "dev";
+  (*job.mutable_spec()->mutable_labels())["env.region"] = "eu";
+  *script().list_jobs_pages[0].add_jobs() = job;
+  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-1", "mlp", v1::JOB_STATE_QUEUED);
+  global_.output = OutputFormat::kWide;
+  EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "ID   NAME       STATE    PRIORITY  GEN  RANKS  AGE  PROGRESS  OWNER  LABELS\n"
+            "j-2  gpt-small  RUNNING  0         0    -      5m   -         alice  env=dev,env.region=eu,team=nlp\n"
+            "j-1  mlp        QUEUED   0         0    -      5m   -         -      -\n");
+  // Commands without a wide form print their table.
+  out_.str("");
+  EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-2", false}, console_), kExitOk);
+  EXPECT_EQ(out_.str(), "STEP  GEN  STATUS  STAGES  SIZE  COMMITTED  PATH\n");
+}
+
+TEST_F(CommandsTest, JobsYamlIsOneDocument) {
+  v1::Job job = MakeJob("j-1", "mlp", v1::JOB_STATE_SUCCEEDED);
+  job.set_generation(3);
+  (*job.mutable_spec()->mutable_labels())["flag"] = "true";
+  *script().list_jobs_pages[0].add_jobs() = job;
+  global_.output = OutputFormat::kYaml;
+  EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
+  // As the JSON reads: int64 and timestamps stay strings, and so does "true".
+  EXPECT_EQ(out_.str(),
+            "---\n"
+            "jobs:\n"
+            "  - id: j-1\n"
+            "    spec:\n"
+            "      name: mlp\n"
+            "      labels:\n"
+            "        flag: \"true\"\n"
+            "    state: JOB_STATE_SUCCEEDED\n"
+            "    generation: \"3\"\n"
+            "    submitTime: \"2026-11-18T11:01:40Z\"\n");
+}
+
 TEST_F(CommandsTest, DescribeShowsSpecPlacementAndTimeline) {
   v1::Job job = MakeJob("j-42", "fashion-mnist-mlp", v1::JOB_STATE_RUNNING);
   job.set_generation(2);
@@ -220,11 +287,11 @@ TEST_F(CommandsTest, NotFoundNamesTheJob) {
 
 TEST_F(CommandsTest, CancelSendsTheReasonAndSaysWhatHappened) {
   *script().cancel.mutable_job() = MakeJob("j-42", "mlp", v1::JOB_STATE_RUNNING);
-  EXPECT_EQ(RunCancel(*stub_, global_, {"j-42", "cancelled by alice: wrong lr"}, console_), kExitOk);
+  EXPECT_EQ(RunCancel(*stub_, global_, {{"j-42"}, "cancelled by alice: wrong lr"}, console_), kExitOk);
   script().cancel.mutable_job()->set_state(v1::JOB_STATE_CANCELLED);
-  EXPECT_EQ(RunCancel(*stub_, global_, {"j-42", ""}, console_), kExitOk);
+  EXPECT_EQ(RunCancel(*stub_, global_, {{"j-42"}, ""}, console_), kExitOk);
   script().cancel.mutable_job()->set_state(v1::JOB_STATE_SUCCEEDED);
-  EXPECT_EQ(RunCancel(*stub_, global_, {"j-42", ""}, console_), kExitOk);
+  EXPECT_EQ(RunCancel(*stub_, global_, {{"j-42"}, ""}, console_), kExitOk);
   EXPECT_EQ(out_.str(),
             "j-42 cancelling (RUNNING; its ranks are being stopped)\n"
             "j-42 cancelled\n"
@@ -232,6 +299,29 @@ TEST_F(CommandsTest, CancelSendsTheReasonAndSaysWhatHappened) {
   ASSERT_EQ(calls().cancel.size(), 3u);
   EXPECT_EQ(calls().cancel[0].job_id(), "j-42");
   EXPECT_EQ(calls().cancel[0].reason(), "cancelled by alice: wrong lr");
+}
+
+TEST_F(CommandsTest, CancelSeveralTriesEveryJobAndFailsIfOneFailed) {
+  *script().cancel.mutable_job() = MakeJob("j-1", "mlp", v1::JOB_STATE_CANCELLED);
+  script().cancel_statuses["j-404"] = grpc::Status(grpc::StatusCode::NOT_FOUND, "no job \"j-404\"");
+  EXPECT_EQ(RunCancel(*stub_, global_, {{"j-1", "j-404", "j-3"}, "cancelled by alice"}, console_), kExitError);
+  EXPECT_EQ(out_.str(), "j-1 cancelled\nj-3 cancelled\n");
+  EXPECT_EQ(err_.str(), "ringmaster: job j-404 not found (NOT_FOUND)\n");
+  FakeJobService::Calls c = calls();
+  ASSERT_EQ(c.cancel.size(), 3u);
+  EXPECT_EQ(c.cancel[1].job_id(), "j-404");
+  EXPECT_EQ(c.cancel[2].job_id(), "j-3");
+  EXPECT_EQ(c.cancel[2].reason(), "cancelled by alice");
+
+  // Every job cancelled: exit 0; yaml: one document each.
+  out_.str("");
+  global_.output = OutputFormat::kYaml;
+  EXPECT_EQ(RunCancel(*stub_, global_, {{"j-1", "j-3"}, ""}, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "---\njob:\n  id: j-1\n  spec:\n    name: mlp\n  state: JOB_STATE_CANCELLED\n"
+            "  submitTime: \"2026-11-18T11:01:40Z\"\n"
+            "---\njob:\n  id: j-1\n  spec:\n    name: mlp\n  state: JOB_STATE_CANCELLED\n"
+            "  submitTime: \"2026-11-18T11:01:40Z\"\n");
 }
 
 TEST_F(CommandsTest, NodesTable) {
@@ -416,6 +506,34 @@ TEST_F(CommandsTest, LogsFollowOneRank) {
   EXPECT_EQ(sent.tail_lines(), 20);
 }
 
+TEST_F(CommandsTest, LogsSinceTimestampsAndGeneration) {
+  v1::LogChunk old;
+  AddLine(&old, 0, kT0 - 700, "before the window");
+  v1::LogChunk mixed;
+  AddLine(&mixed, 0, kT0 - 601, "just before");
+  AddLine(&mixed, 0, kT0 - 60, "step 10");
+  AddLine(&mixed, 1, kT0 - 30, "step 10 too")->mutable_time()->set_nanos(500000000);
+  script().log_chunks = {old, mixed};
+  LogsOptions options;
+  options.job_id = "j-42";
+  options.since = absl::Minutes(10);
+  options.timestamps = true;
+  options.generation = 2;
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "2026-11-18T11:05:40Z [rank 0] step 10\n"
+            "2026-11-18T11:06:10.500Z [rank 1] step 10 too\n");
+  EXPECT_EQ(calls().logs[0].generation(), 2);
+
+  // json: the chunks without the older lines; a chunk left empty is not printed.
+  out_.str("");
+  global_.output = OutputFormat::kJson;
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "{\"lines\":[{\"time\":\"2026-11-18T11:05:40Z\",\"text\":\"step 10\"},"
+            "{\"rank\":1,\"time\":\"2026-11-18T11:06:10.500Z\",\"text\":\"step 10 too\"}]}\n");
+}
+
 TEST_F(CommandsTest, LogsOfAnUnknownJob) {
   script().logs_status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no such job");
   LogsOptions options;
@@ -440,7 +558,7 @@ TEST_F(CommandsTest, OtherErrorsPassTheServerMessage) {
   script().list_nodes_status = grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "");
   EXPECT_EQ(RunNodes(*stub_, global_, console_), kExitError);
   script().cancel_status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "job j-1 is being cancelled");
-  EXPECT_EQ(RunCancel(*stub_, global_, {"j-1", ""}, console_), kExitError);
+  EXPECT_EQ(RunCancel(*stub_, global_, {{"j-1"}, ""}, console_), kExitError);
   script().list_jobs_status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "store busy");
   EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitError);
   script().checkpoints_status = grpc::Status(grpc::StatusCode::INTERNAL, "disk on fire");

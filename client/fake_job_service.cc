@@ -50,7 +50,11 @@ grpc::Status FakeJobService::CancelJob(grpc::ServerContext*, const v1::CancelJob
                                        v1::CancelJobResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
   calls_.cancel.push_back(*request);
-  if (!script_.cancel_status.ok()) return script_.cancel_status;
+  if (auto it = script_.cancel_statuses.find(request->job_id()); it != script_.cancel_statuses.end()) {
+    if (!it->second.ok()) return it->second;
+  } else if (!script_.cancel_status.ok()) {
+    return script_.cancel_status;
+  }
   *response = script_.cancel;
   return grpc::Status::OK;
 }

@@ -30,6 +30,8 @@ class FakeJobService final : public v1::JobService::Service {
     // but the last gets next_page_token "page-(i+1)".
     std::vector<v1::ListJobsResponse> list_jobs_pages = {v1::ListJobsResponse()};
     grpc::Status cancel_status;
+    // By job id, instead of cancel_status for that job.
+    std::map<std::string, grpc::Status> cancel_statuses;
     v1::CancelJobResponse cancel;
     grpc::Status list_nodes_status;
     v1::ListNodesResponse list_nodes;

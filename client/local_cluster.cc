@@ -49,7 +49,7 @@ struct Row {
 
 void PrintRows(const std::vector<Row>& rows, OutputFormat format, const v1::ListNodesResponse* nodes,
                std::ostream& out) {
-  if (format == OutputFormat::kJson) {
+  if (IsStructured(format)) {
     std::vector<std::string> parts;
     for (const Row& r : rows) {
       parts.push_back(absl::StrCat("\"", r.name, "\":{\"state\":\"", JsonEscape(r.state), "\",\"pid\":", r.pid,
@@ -61,7 +61,12 @@ void PrintRows(const std::vector<Row>& rows, OutputFormat format, const v1::List
       (void)google::protobuf::util::MessageToJsonString(*nodes, &json);
       parts.push_back(absl::StrCat("\"listNodes\":", json));
     }
-    out << "{" << absl::StrJoin(parts, ",") << "}\n";
+    const std::string json = absl::StrCat("{", absl::StrJoin(parts, ","), "}");
+    if (format == OutputFormat::kYaml) {
+      PrintJsonAsYaml(json, out);
+    } else {
+      out << json << "\n";
+    }
     return;
   }
   Table table({"COMPONENT", "STATE", "PID", "DETAIL", "LOG"});
@@ -288,7 +293,7 @@ int RunLocalStatus(const GlobalOptions& global, const LocalOptions& options, Con
       {"coordinator", coordinator_state, c.running ? c.pid : 0, global.coordinator, coordinator.log_file},
       {"worker", w.running ? "running" : "not running", w.running ? w.pid : 0, "", worker.log_file}};
   PrintRows(rows, global.output, nodes ? &*nodes : nullptr, console.out);
-  if (global.output == OutputFormat::kTable && nodes) {
+  if (!IsStructured(global.output) && nodes) {
     console.out << "\n";
     Table table({"NODE", "HOSTNAME", "STATE", "CPUS", "GPUS"});
     for (const v1::NodeInfo& n : nodes->nodes()) {

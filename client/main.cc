@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "client/cli.h"
 #include "client/commands.h"
+#include "client/completion.h"
 #include "client/connection.h"
 #include "client/local_cluster.h"
 #include "client/plan_command.h"
@@ -62,6 +63,40 @@ std::string UserName() {
   return user.empty() ? std::string("unknown user") : user;
 }
 
+// -o/--output: table, wide, json or yaml (checked by the option).
+OutputFormat ParseOutputFormat(const std::string& name) {
+  if (name == "wide") return OutputFormat::kWide;
+  if (name == "json") return OutputFormat::kJson;
+  if (name == "yaml") return OutputFormat::kYaml;
+  return OutputFormat::kTable;
+}
+
+// The check of a duration flag (--timeout 20m, --since 1h): "" when `text`
+// is a positive absl::ParseDuration duration, else why not.
+std::string CheckPositiveDuration(const std::string& text) {
+  absl::Duration d;
+  return absl::ParseDuration(text, &d) && d > absl::ZeroDuration()
+             ? std::string()
+             : "a positive duration such as 90s, 10m or 1h is expected, got \"" + text + "\"";
+}
+
+// What `ringmaster completion` completes flag values and arguments to.
+CompletionOptions CompletionValues() {
+  CompletionOptions options;
+  const std::vector<std::string> formats = {"table", "wide", "json", "yaml"};
+  options.words = {
+      {"-o", formats},
+      {"--output", formats},
+      {"--state", {"queued", "placed", "starting", "running", "restarting", "succeeded", "failed", "cancelled"}},
+      {"--gpu", ringmaster::engine::plan::DeviceNames()},
+      {"--log-level", {"trace", "debug", "info", "warn", "error", "critical", "off"}},
+      {"--log-format", {"text", "json"}},
+      {"shell", {"bash", "zsh"}},
+  };
+  options.files = {"--tls-ca", "--token-file", "--log-file", "--state-dir", "--bin-dir", "file"};
+  return options;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,15 +118,21 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", connection.token_file,
                  "File holding your bearer token (default: ~/.config/ringmaster/token, if it exists)")
       ->envname("RINGMASTER_TOKEN_FILE");
-  app.add_option("-o,--output", output, "Output format: table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  app.add_option("-o,--output", output,
+                 "Output format: table, wide (more columns where a command has them), json (one line per "
+                 "response) or yaml (one document per response)")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}))
       ->capture_default_str();
   app.require_subcommand(0, 1);  // none: our own message below
   app.fallthrough();  // global flags may follow the command
 
   SubmitOptions submit;
   CLI::App* submit_cmd = app.add_subcommand("submit", "Submit a job spec (YAML or JSON)");
-  submit_cmd->add_option("file", submit.file, "Job spec file (.yaml, .yml or .json)")->required();
+  submit_cmd
+      ->add_option("file", submit.file,
+                   "Job spec file (.yaml, .yml or .json), or - to read it from standard input (JSON when it starts "
+                   "with '{', else YAML; named \"stdin\" unless it sets name)")
+      ->required();
   submit_cmd->add_option("--set", submit.overrides, "Override a field: key.path=value (repeatable)")
       ->allow_extra_args(false);
   CLI::Option* wait = submit_cmd->add_flag("--wait", submit.wait, "Wait until the job ends; non-zero exit unless it succeeded");
@@ -104,19 +145,31 @@ int main(int argc, char** argv) {
   submit_cmd->add_option("--gpu", submit.gpu, "Device type the fit check plans for (default: from resources.device)")
       ->check(CLI::IsMember(ringmaster::engine::plan::DeviceNames(), CLI::ignore_case));
   submit_cmd->add_flag("--strict", submit.strict, "Refuse a spec the plan says does not fit (default: warn)");
-  submit_cmd->footer("Example: ringmaster submit examples/gpt_text.yaml --set training.steps=2000 --follow");
+  submit_cmd->footer("Example: ringmaster submit examples/gpt_text.yaml --set training.steps=2000 --follow\n"
+                     "         cat job.json | ringmaster submit - --wait");
 
   JobsOptions jobs;
   CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs, newest first");
   jobs_cmd->add_option("--state", jobs.states, "Only jobs in this state (repeatable): queued, running, ...")
       ->allow_extra_args(false);
+  jobs_cmd->add_option("-l,--selector", jobs.labels,
+                       "Only jobs with these labels: key=value, or k1=v1,k2=v2 (repeatable; all must match)")
+      ->allow_extra_args(false);
   jobs_cmd->add_option("--limit", jobs.limit, "Show at most the N newest jobs (0: all)")
       ->check(CLI::Range(0, kMaxInt))
       ->capture_default_str();
+  jobs_cmd->footer("Example: ringmaster jobs --state running -l team=nlp -o wide");
 
   std::string describe_job;
   CLI::App* describe_cmd = app.add_subcommand("describe", "Show a job's spec, placement and timeline");
   describe_cmd->add_option("job", describe_job, "Job id")->required();
+  describe_cmd->footer("Example: ringmaster describe j-42 -o yaml");
+
+  std::string attach_job;
+  CLI::App* attach_cmd = app.add_subcommand(
+      "attach", "Follow a job to its end as submit --follow shows it (exit 3 if it fails or is cancelled)");
+  attach_cmd->add_option("job", attach_job, "Job id")->required();
+  attach_cmd->footer("Example: ringmaster attach j-42");
 
   LogsOptions logs;
   int logs_rank = -1;
@@ -126,17 +179,26 @@ int main(int argc, char** argv) {
   logs_cmd->add_option("--rank", logs_rank, "Only this global rank")->check(CLI::Range(0, kMaxInt));
   logs_cmd->add_option("--tail", logs.tail_lines, "Start with at most N stored lines per rank (0: all)")
       ->check(CLI::Range(0, kMaxInt));
+  std::string logs_since;
+  logs_cmd->add_option("--since", logs_since, "Only lines newer than this: 30s, 10m, 1h")
+      ->check(CheckPositiveDuration);
+  logs_cmd->add_flag("--timestamps", logs.timestamps, "Prefix each line with its time (RFC 3339, UTC)");
+  logs_cmd->add_option("--generation", logs.generation, "Only this generation's lines (default: the current one)")
+      ->check(CLI::Range(1, kMaxInt));
+  logs_cmd->footer("Example: ringmaster logs j-42 -f --rank 0 --since 10m --timestamps");
 
   CancelOptions cancel;
   std::string cancel_reason;
-  CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel a job");
-  cancel_cmd->add_option("job", cancel.job_id, "Job id")->required();
-  cancel_cmd->add_option("--reason", cancel_reason, "Why (recorded in the job's timeline)");
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs (exit 1 if any could not be cancelled)");
+  cancel_cmd->add_option("job", cancel.job_ids, "Job ids")->required();
+  cancel_cmd->add_option("--reason", cancel_reason, "Why (recorded in each job's timeline)");
+  cancel_cmd->footer("Example: ringmaster cancel j-41 j-42 --reason 'wrong lr'");
 
   CLI::App* nodes_cmd = app.add_subcommand("nodes", "List the registered nodes; cordon, uncordon or drain one");
   nodes_cmd->require_subcommand(0, 1);
   nodes_cmd->fallthrough();
   nodes_cmd->footer(
+      "Example: ringmaster nodes -o json\n"
       "Rolling worker upgrade, one node at a time: ringmaster nodes drain NODE; upgrade and restart its worker; "
       "ringmaster nodes uncordon NODE.");
   NodeCommandOptions node_command;
@@ -154,12 +216,7 @@ int main(int argc, char** argv) {
   }
   drain_cmd->add_flag("!--no-wait", node_command.wait, "Return at once instead of waiting until the node is empty");
   drain_cmd->add_option("--timeout", drain_timeout, "How long to wait for the node to empty (30s, 10m, 1h)")
-      ->check([](const std::string& text) {
-        absl::Duration d;
-        return absl::ParseDuration(text, &d) && d > absl::ZeroDuration()
-                   ? std::string()
-                   : "a positive duration such as 90s, 10m or 1h is expected, got \"" + text + "\"";
-      })
+      ->check(CheckPositiveDuration)
       ->capture_default_str();
   cordon_cmd->footer("Example: ringmaster nodes cordon dgx-07 --reason 'flaky NVLink'");
   uncordon_cmd->footer("Example: ringmaster nodes uncordon dgx-07");
@@ -169,6 +226,7 @@ int main(int argc, char** argv) {
   CLI::App* checkpoints_cmd = app.add_subcommand("checkpoints", "List a job's checkpoints, newest first");
   checkpoints_cmd->add_option("job", checkpoints.job_id, "Job id")->required();
   checkpoints_cmd->add_flag("--all", checkpoints.include_incomplete, "Also checkpoints not every stage committed");
+  checkpoints_cmd->footer("Example: ringmaster checkpoints j-42 --all");
 
   PlanCommandOptions plan;
   CLI::App* plan_cmd =
@@ -209,6 +267,17 @@ int main(int argc, char** argv) {
   CLI::App* down_cmd = local_cmd->add_subcommand("down", "Stop them (SIGTERM, then SIGKILL)");
   CLI::App* status_cmd = local_cmd->add_subcommand("status", "Show them and the nodes");
   for (CLI::App* sub : {up_cmd, down_cmd, status_cmd}) sub->fallthrough();
+  local_cmd->footer("Example: ringmaster local up --cpu-slots 4");
+  up_cmd->footer("Example: ringmaster local up --cpu-slots 4 --timeout 60");
+  down_cmd->footer("Example: ringmaster local down");
+  status_cmd->footer("Example: ringmaster local status -o json");
+
+  std::string completion_shell;
+  CLI::App* completion_cmd = app.add_subcommand("completion", "Print a shell completion script (bash or zsh)");
+  completion_cmd->add_option("shell", completion_shell, "bash or zsh")
+      ->check(CLI::IsMember({"bash", "zsh"}))
+      ->required();
+  completion_cmd->footer("Example: source <(ringmaster completion bash)   # or: completion zsh, in zsh");
 
   try {
     app.parse(argc, argv);
@@ -217,8 +286,8 @@ int main(int argc, char** argv) {
   }
 
   if (app.get_subcommands().empty()) {
-    std::cerr << "ringmaster: a command is required: submit, jobs, describe, logs, cancel, nodes, checkpoints, "
-                 "plan, validate or local (see --help)\n";
+    std::cerr << "ringmaster: a command is required: submit, jobs, describe, attach, logs, cancel, nodes, "
+                 "checkpoints, plan, validate, local or completion (see --help)\n";
     return kExitUsage;
   }
   if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, "cli"); !s.ok()) {
@@ -226,8 +295,11 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   gpr_set_log_function(ForwardGrpcLog);
-  global.output = output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  global.output = ParseOutputFormat(output);
   Console console{std::cout, std::cerr, ::isatty(STDOUT_FILENO) == 1};
+  console.in = &std::cin;
+
+  if (completion_cmd->parsed()) return RunCompletion(app, completion_shell, CompletionValues(), console);
 
   if (local_cmd->parsed()) {
     local.self_exe = SelfExe();
@@ -251,8 +323,14 @@ int main(int argc, char** argv) {
   if (submit_cmd->parsed()) return RunSubmit(*stub, global, submit, console);
   if (jobs_cmd->parsed()) return RunJobs(*stub, global, jobs, console);
   if (describe_cmd->parsed()) return RunDescribe(*stub, global, describe_job, console);
+  if (attach_cmd->parsed()) return RunAttach(*stub, global, attach_job, console);
   if (logs_cmd->parsed()) {
     if (logs_rank >= 0) logs.rank = logs_rank;
+    if (!logs_since.empty()) {
+      absl::Duration since;
+      (void)absl::ParseDuration(logs_since, &since);  // checked by the option
+      logs.since = since;
+    }
     return RunLogs(*stub, global, logs, console);
   }
   if (cancel_cmd->parsed()) {

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
+#include "yaml-cpp/yaml.h"
 
 namespace ringmaster::client {
 
@@ -31,13 +35,95 @@ void Table::Render(std::ostream& out) const {
   }
 }
 
-void PrintJsonLine(const google::protobuf::Message& message, std::ostream& out) {
+namespace {
+
+std::string ToJson(const google::protobuf::Message& message) {
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = false;
   // Cannot fail for messages of a linked-in descriptor pool.
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  out << json << "\n";
+  return json;
+}
+
+// "2026-11-18T11:01:40Z" and "2026-11-18": YAML 1.1 readers make dates of them.
+bool LooksLikeDate(const std::string& text) {
+  return text.size() >= 10 && absl::ascii_isdigit(text[0]) && absl::ascii_isdigit(text[1]) &&
+         absl::ascii_isdigit(text[2]) && absl::ascii_isdigit(text[3]) && text[4] == '-';
+}
+
+// A plain scalar `text` would be read as a boolean (YAML 1.1's yes/no/on/off
+// included), a number or a date; the emitter itself quotes null and "".
+bool ReadsAsNonString(const std::string& text) {
+  const YAML::Node node(text);
+  bool b;
+  double d;
+  long long i;
+  return YAML::convert<bool>::decode(node, b) || YAML::convert<double>::decode(node, d) ||
+         YAML::convert<long long>::decode(node, i) || LooksLikeDate(text);
+}
+
+void EmitScalar(const YAML::Node& node, YAML::Emitter& out) {
+  // yaml-cpp tags a quoted (JSON string) scalar "!", a plain one "?".
+  if (node.Tag() == "!" && ReadsAsNonString(node.Scalar())) out << YAML::DoubleQuoted;
+  out << node.Scalar();
+}
+
+void EmitNode(const YAML::Node& node, YAML::Emitter& out) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      if (node.size() == 0) out << YAML::Flow;  // "{}" on the key's line
+      out << YAML::BeginMap;
+      for (const auto& entry : node) {
+        out << YAML::Key;
+        EmitScalar(entry.first, out);
+        out << YAML::Value;
+        EmitNode(entry.second, out);
+      }
+      out << YAML::EndMap;
+      return;
+    case YAML::NodeType::Sequence:
+      if (node.size() == 0) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const YAML::Node& item : node) EmitNode(item, out);
+      out << YAML::EndSeq;
+      return;
+    case YAML::NodeType::Scalar:
+      EmitScalar(node, out);
+      return;
+    default:
+      out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+void PrintJsonLine(const google::protobuf::Message& message, std::ostream& out) { out << ToJson(message) << "\n"; }
+
+void PrintJsonAsYaml(absl::string_view json, std::ostream& out) {
+  out << "---\n";
+  YAML::Emitter emitter;
+  try {
+    EmitNode(YAML::Load(std::string(json)), emitter);
+  } catch (const YAML::Exception&) {
+    out << json << "\n";  // JSON is YAML too, only not in block style
+    return;
+  }
+  out << emitter.c_str() << "\n";
+}
+
+void PrintYamlDocument(const google::protobuf::Message& message, std::ostream& out) {
+  PrintJsonAsYaml(ToJson(message), out);
+}
+
+bool IsStructured(OutputFormat format) { return format == OutputFormat::kJson || format == OutputFormat::kYaml; }
+
+void PrintMessage(const google::protobuf::Message& message, OutputFormat format, std::ostream& out) {
+  if (format == OutputFormat::kYaml) {
+    PrintYamlDocument(message, out);
+  } else {
+    PrintJsonLine(message, out);
+  }
 }
 
 namespace {
@@ -108,6 +194,13 @@ std::string FormatProgressCell(const v1::StepMetrics& progress) {
   }
   if (progress.step() > 0) return absl::StrCat(progress.step());
   return "-";
+}
+
+std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.empty()) return "-";
+  // By key: a Map's iteration order is unspecified.
+  const std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  return absl::StrJoin(sorted, ",", absl::PairFormatter("="));
 }
 
 std::string FormatRanks(const v1::Job& job) {

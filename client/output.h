@@ -1,16 +1,19 @@
 #ifndef RINGMASTER_CLIENT_OUTPUT_H_
 #define RINGMASTER_CLIENT_OUTPUT_H_
 
-// How the CLI shows things: aligned tables, protobuf JSON lines, and the
-// small formatters (states, times, ages, durations, sizes) that tables and
-// `describe` share. Pure functions; thread-compatible.
+// How the CLI shows things: aligned tables, protobuf JSON lines and YAML
+// documents, and the small formatters (states, times, ages, durations, sizes,
+// labels) that tables and `describe` share. Pure functions; thread-compatible.
 
 #include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/cli.h"
+#include "google/protobuf/map.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "proto/job.pb.h"
@@ -34,6 +37,20 @@ class Table {
 // default values omitted), followed by a newline.
 void PrintJsonLine(const google::protobuf::Message& message, std::ostream& out);
 
+// The message as one YAML document: a `---` line, then its protobuf JSON (as
+// PrintJsonLine) in block style. A string that YAML would read as something
+// else (true, no, 1, null, a timestamp) is double-quoted, so the document
+// reads back as the JSON does (int64 values stay strings, as in JSON).
+void PrintYamlDocument(const google::protobuf::Message& message, std::ostream& out);
+// The same for a JSON text (one value); a text yaml-cpp cannot parse is
+// printed as it is after the `---` line.
+void PrintJsonAsYaml(absl::string_view json, std::ostream& out);
+
+// json and yaml print whole responses (PrintMessage) instead of tables.
+bool IsStructured(OutputFormat format);
+// PrintYamlDocument for kYaml, else PrintJsonLine.
+void PrintMessage(const google::protobuf::Message& message, OutputFormat format, std::ostream& out);
+
 // "RUNNING" for JOB_STATE_RUNNING; "READY" for NODE_STATE_READY.
 std::string StateName(v1::JobState state);
 std::string NodeStateName(v1::NodeState state);
@@ -55,6 +72,8 @@ std::string FormatDurationShort(absl::Duration d);
 std::string FormatBytes(int64_t bytes);
 // "step/total (pct%)" or "-" when nothing was reported (jobs table).
 std::string FormatProgressCell(const v1::StepMetrics& progress);
+// Labels as "k1=v1,k2=v2", sorted by key; "-" when there are none.
+std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& labels);
 // Ranks of a job: the current placement's world size, else the spec's
 // nodes x ranks_per_node, else "-".
 std::string FormatRanks(const v1::Job& job);

@@ -44,6 +44,56 @@ TEST(TableTest, AlignsColumnsWithoutPaddingTheLast) {
             "j-22  b            QUEUED\n");
 }
 
+TEST(YamlTest, ADocumentInBlockStyleThatReadsBackAsTheJson) {
+  std::ostringstream out;
+  PrintJsonAsYaml(R"({"name":"a: b","steps":"100","on":"yes","count":3,"ok":false,"when":"2026-11-18T11:06:40Z",)"
+                  R"("empty":"","none":{},"list":[],"shards":[{},{"path":"/x"}],"multi":"two\nlines","nil":null})",
+                  out);
+  EXPECT_EQ(out.str(),
+            "---\n"
+            "name: \"a: b\"\n"
+            "steps: \"100\"\n"
+            "\"on\": \"yes\"\n"
+            "count: 3\n"
+            "ok: false\n"
+            "when: \"2026-11-18T11:06:40Z\"\n"
+            "empty: \"\"\n"
+            "none: {}\n"
+            "list: []\n"
+            "shards:\n"
+            "  - {}\n"
+            "  - path: /x\n"
+            "multi: \"two\\nlines\"\n"
+            "nil: ~\n");
+}
+
+TEST(YamlTest, MessagesAndFormats) {
+  v1::Job job;
+  job.set_id("j-1");
+  job.set_generation(2);
+  std::ostringstream out;
+  PrintMessage(job, OutputFormat::kYaml, out);
+  PrintMessage(job, OutputFormat::kJson, out);
+  EXPECT_EQ(out.str(), "---\nid: j-1\ngeneration: \"2\"\n{\"id\":\"j-1\",\"generation\":\"2\"}\n");
+  EXPECT_TRUE(IsStructured(OutputFormat::kYaml));
+  EXPECT_TRUE(IsStructured(OutputFormat::kJson));
+  EXPECT_FALSE(IsStructured(OutputFormat::kWide));
+  EXPECT_FALSE(IsStructured(OutputFormat::kTable));
+
+  out.str("");
+  PrintJsonAsYaml("{not json", out);  // printed as it is
+  EXPECT_EQ(out.str(), "---\n{not json\n");
+}
+
+TEST(FormatTest, LabelsSortedByKey) {
+  google::protobuf::Map<std::string, std::string> labels;
+  EXPECT_EQ(FormatLabels(labels), "-");
+  labels["team"] = "nlp";
+  labels["a.b"] = "2";
+  labels["a"] = "1";
+  EXPECT_EQ(FormatLabels(labels), "a=1,a.b=2,team=nlp");
+}
+
 TEST(FormatTest, StatesTimesAgesDurationsSizes) {
   EXPECT_EQ(StateName(v1::JOB_STATE_RESTARTING), "RESTARTING");
   EXPECT_EQ(NodeStateName(v1::NODE_STATE_LOST), "LOST");

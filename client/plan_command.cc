@@ -1,6 +1,7 @@
 #include "client/plan_command.h"
 
 #include "absl/strings/str_format.h"
+#include "client/output.h"
 #include "common/spec.h"
 #include "engine/plan/plan.h"
 
@@ -20,7 +21,9 @@ absl::StatusOr<engine::plan::Plan> PlanOf(const v1::JobSpec& spec, const std::st
 }
 
 void Print(const GlobalOptions& global, const engine::plan::Plan& plan, Console& console) {
-  if (global.output == OutputFormat::kJson) {
+  if (global.output == OutputFormat::kYaml) {
+    PrintJsonAsYaml(engine::plan::PlanJson(plan), console.out);
+  } else if (global.output == OutputFormat::kJson) {
     console.out << engine::plan::PlanJson(plan) << "\n";
   } else {
     console.out << engine::plan::PlanTable(plan);
@@ -51,7 +54,7 @@ int RunValidate(const GlobalOptions& global, const PlanCommandOptions& options, 
     console.err << "ringmaster: " << plan.status().message() << "\n";
     return kExitUsage;
   }
-  if (global.output != OutputFormat::kJson) console.out << options.file << ": valid\n\n";
+  if (!IsStructured(global.output)) console.out << options.file << ": valid\n\n";
   Print(global, *plan, console);
   return plan->fits ? kExitOk : kExitError;
 }

@@ -22,7 +22,7 @@ struct PlanCommandOptions {
   double mfu = 0.4;
 };
 
-// The plan as a table, or one JSON object with --output json. kExitUsage for a
+// The plan as a table, or one JSON object (--output json) or YAML document (yaml). kExitUsage for a
 // bad spec or flag (one line naming it).
 int RunPlan(const GlobalOptions& global, const PlanCommandOptions& options, Console& console);
 

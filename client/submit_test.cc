@@ -1,7 +1,9 @@
-// submit [--wait | --follow] against an in-process fake JobService: the spec
-// loaded and validated locally, exit codes by final state, the follow output,
-// and a watch stream that breaks.
+// submit [--wait | --follow] and attach against an in-process fake
+// JobService: the spec loaded (from a file or standard input) and validated
+// locally, exit codes by final state, the follow output, and a watch stream
+// that breaks.
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -235,6 +237,93 @@ TEST_F(SubmitTest, JobEndingWhileTheWatchWasBrokenIsSeenThroughGetJob) {
   EXPECT_EQ(Run(), kExitJobFailed);
   EXPECT_EQ(err_.str(), "ringmaster: job j-42 FAILED after 1m30s at step 60/100 (60%): node n-1 lost\n");
   EXPECT_EQ(calls().watch.size(), 1u);
+}
+
+TEST_F(SubmitTest, DashReadsAYamlSpecFromStandardInputNamedStdin) {
+  std::istringstream in(kSpec + std::string("name: tiny\n").size());  // kSpec without its name
+  console_.in = &in;
+  options_.file = "-";
+  options_.overrides = {"optimizer.lr=0.01"};
+  EXPECT_EQ(Run(), kExitOk);
+  EXPECT_EQ(out_.str(), "j-42\n");
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(calls().submit.size(), 1u);
+  const v1::SubmitJobRequest sent = calls().submit[0];
+  EXPECT_EQ(sent.spec().name(), "stdin");
+  EXPECT_EQ(sent.spec().optimizer().lr(), 0.01);
+  EXPECT_EQ(sent.spec().resources().nodes(), 1);  // defaults applied locally
+}
+
+TEST_F(SubmitTest, DashReadsJsonWhenTheInputStartsWithABrace) {
+  std::istringstream in(
+      "\n  {\"name\": \"from-json\", \"model\": {\"mlp\": {}}, \"data\": {\"dataset\": \"synthetic\"},\n"
+      "   \"training\": {\"steps\": 10}, \"resources\": {\"device\": \"cpu\"}}\n");
+  console_.in = &in;
+  options_.file = "-";
+  EXPECT_EQ(Run(), kExitOk) << err_.str();
+  ASSERT_EQ(calls().submit.size(), 1u);
+  EXPECT_EQ(calls().submit[0].spec().name(), "from-json");
+  EXPECT_EQ(calls().submit[0].spec().training().steps(), 10);
+}
+
+TEST_F(SubmitTest, DashBadSpecNamesStdinAndNothingIsSent) {
+  std::istringstream in("model:\n  mlp: {}\ndata:\n  dataset: synthetic\nresources:\n  nodes: 0\n");
+  console_.in = &in;
+  options_.file = "-";
+  EXPECT_EQ(Run(), kExitUsage);
+  EXPECT_EQ(err_.str(), "ringmaster: stdin: resources.nodes: must be >= 1, got 0\n");
+
+  err_.str("");
+  std::istringstream json("{\"model\": ");
+  console_.in = &json;
+  EXPECT_EQ(Run(), kExitUsage);
+  EXPECT_TRUE(absl::StartsWith(err_.str(), "ringmaster: stdin: ")) << err_.str();
+
+  err_.str("");
+  console_.in = nullptr;
+  EXPECT_EQ(Run(), kExitUsage);
+  EXPECT_EQ(err_.str(), "ringmaster: submit -: there is no standard input to read\n");
+  EXPECT_TRUE(calls().submit.empty());
+}
+
+TEST_F(SubmitTest, AttachFollowsAJobToSuccess) {
+  v1::WatchJobResponse running = Update(v1::JOB_STATE_RUNNING, 50);
+  AddEvent(&running, 2, v1::JOB_EVENT_KIND_RUNNING, v1::JOB_STATE_STARTING, v1::JOB_STATE_RUNNING,
+           "every rank joined");
+  script().watch_streams = {{running, Update(v1::JOB_STATE_SUCCEEDED, 100)}};
+  EXPECT_EQ(RunAttach(*stub_, global_, "j-42", console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "2026-11-18T11:05:07Z  RUNNING (STARTING -> RUNNING): every rank joined\n"
+            "step 50/100 (50%)  loss 1.5000  640.0 samples/s  ETA 5s\n"
+            "job j-42 SUCCEEDED after 1m30s at step 100/100 (100%)\n");
+  EXPECT_EQ(err_.str(), "");
+  EXPECT_TRUE(calls().submit.empty());
+  ASSERT_EQ(calls().watch.size(), 1u);
+  EXPECT_EQ(calls().watch[0].job_id(), "j-42");
+}
+
+TEST_F(SubmitTest, AttachToAJobThatFailsExitsThree) {
+  script().watch_streams = {
+      {Update(v1::JOB_STATE_RUNNING, 50), Update(v1::JOB_STATE_FAILED, 50, "rank 1 exited with status 3")}};
+  EXPECT_EQ(RunAttach(*stub_, global_, "j-42", console_), kExitJobFailed);
+  EXPECT_EQ(out_.str(), "step 50/100 (50%)  loss 1.5000  640.0 samples/s  ETA 5s\n");
+  EXPECT_EQ(err_.str(), "ringmaster: job j-42 FAILED after 1m30s at step 50/100 (50%): rank 1 exited with status 3\n");
+
+  // yaml: every update as a document.
+  out_.str("");
+  err_.str("");
+  global_.output = OutputFormat::kYaml;
+  EXPECT_EQ(RunAttach(*stub_, global_, "j-42", console_), kExitJobFailed);
+  std::vector<std::string> lines = absl::StrSplit(out_.str(), '\n', absl::SkipEmpty());
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "---"), 2) << out_.str();
+  EXPECT_NE(out_.str().find("  state: JOB_STATE_FAILED\n"), std::string::npos) << out_.str();
+}
+
+TEST_F(SubmitTest, AttachToAnUnknownJob) {
+  script().watch_statuses = {grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown job")};
+  EXPECT_EQ(RunAttach(*stub_, global_, "j-404", console_), kExitError);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(), "ringmaster: job j-404 not found (NOT_FOUND)\n");
 }
 
 TEST_F(SubmitTest, WatchOfAVanishedJob) {

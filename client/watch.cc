@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "client/output.h"
+#include "client/progress.h"
 #include "client/rpc_errors.h"
 #include "grpcpp/grpcpp.h"
 
@@ -82,6 +84,46 @@ WatchOutcome WatchToEnd(v1::JobService::StubInterface& stub, const GlobalOptions
       return outcome;
     }
   }
+}
+
+std::string FormatEventLine(const v1::JobEvent& event) {
+  std::string line = absl::StrCat(FormatTimestamp(event.time()), "  ", EventKindName(event.kind()));
+  if (event.from_state() != event.to_state()) {
+    absl::StrAppend(&line, " (", StateName(event.from_state()), " -> ", StateName(event.to_state()), ")");
+  }
+  if (!event.reason().empty()) absl::StrAppend(&line, ": ", event.reason());
+  return line;
+}
+
+int FollowJob(v1::JobService::StubInterface& stub, const GlobalOptions& global, const std::string& job_id,
+              bool show_progress, Console& console) {
+  const bool structured = IsStructured(global.output);
+  ProgressPrinter printer(console.out, console.out_is_tty);
+  v1::WatchJobResponse last;
+  WatchOutcome outcome = WatchToEnd(stub, global, job_id, [&](const v1::WatchJobResponse& update) {
+    last = update;
+    if (!show_progress) return;
+    if (structured) {
+      PrintMessage(update, global.output, console.out);
+      console.out.flush();
+      return;
+    }
+    for (const v1::JobEvent& event : update.events()) printer.Note(FormatEventLine(event));
+    if (!IsTerminal(update.job().state())) printer.Update(FormatProgressLine(update.job()));
+  });
+  printer.Finish();
+  if (!outcome.status.ok()) {
+    return ReportRpcError(outcome.status, {global.coordinator, outcome.rpc, job_id, absl::InfiniteDuration()},
+                          console.err);
+  }
+  if (structured && !show_progress) PrintMessage(last, global.output, console.out);
+  const std::string final_line = FormatFinalLine(outcome.job, console.clock->Now());
+  if (outcome.job.state() != v1::JOB_STATE_SUCCEEDED) {
+    console.err << "ringmaster: " << final_line << "\n";
+    return kExitJobFailed;
+  }
+  if (!structured) console.out << final_line << "\n";
+  return kExitOk;
 }
 
 }  // namespace ringmaster::client

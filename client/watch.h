@@ -5,7 +5,8 @@
 // coordinator restart: when the stream breaks (UNAVAILABLE, or it ends before
 // the job does), the watcher waits for the coordinator with a GetJob that
 // waits for the connection (bounded by GlobalOptions::reconnect_timeout) and
-// reopens the stream after the last event it saw.
+// reopens the stream after the last event it saw. FollowJob shows it as
+// `submit --wait/--follow` and `attach` do.
 
 #include <functional>
 #include <string>
@@ -26,6 +27,18 @@ struct WatchOutcome {
 // previous message) until the job is terminal.
 WatchOutcome WatchToEnd(v1::JobService::StubInterface& stub, const GlobalOptions& global, const std::string& job_id,
                         const std::function<void(const v1::WatchJobResponse&)>& on_update);
+
+// "2026-11-18T11:05:06Z  RUNNING (STARTING -> RUNNING): every rank joined"
+std::string FormatEventLine(const v1::JobEvent& event);
+
+// Watches the job to its end and returns the exit code: kExitOk when it
+// SUCCEEDED, kExitJobFailed when it FAILED or was CANCELLED (the final line,
+// client/progress.h, on console.err), the RPC error's otherwise.
+// show_progress (`--follow`, `attach`): events and the live progress line,
+// then the final line; json/yaml: every WatchJobResponse. Otherwise
+// (`--wait`): only the final line, or the last WatchJobResponse.
+int FollowJob(v1::JobService::StubInterface& stub, const GlobalOptions& global, const std::string& job_id,
+              bool show_progress, Console& console);
 
 }  // namespace ringmaster::client
 
