@@ -67,7 +67,7 @@ expect 0 '' -- plan "$EXAMPLES/gpt_text.yaml"
 expect 1 '' -- validate "$EXAMPLES/gpt_text.yaml" "${big[@]}"
 expect 2 "ringmaster: $TEST_TMPDIR/bad.yaml: resources.nodes: must be >= 1, got 0" -- validate "$TEST_TMPDIR/bad.yaml"
 expect 2 "ringmaster: --gpu: v100 not in {h100,h200,a100,cpu} (see --help)" -- plan "$EXAMPLES/gpt_text.yaml" --gpu v100
-expect 2 "ringmaster: error: the plan says it does not fit a NVIDIA A100 SXM4 80 GB: $(
+expect 2 "ringmaster: error: the plan says it does not fit on NVIDIA A100 SXM4 80 GB: $(
   "$RINGMASTER" plan "$EXAMPLES/gpt_text.yaml" "${big[@]}" -o json |
     python3 -c 'import json,sys; p=json.load(sys.stdin); print("%.2f GiB per rank needed, %.2f GiB usable" % (p["peak_bytes"]/2**30, p["usable_bytes"]/2**30))'
 ) (see \`ringmaster plan\`)" -- --coordinator 127.0.0.1:1 submit "$EXAMPLES/gpt_text.yaml" "${big[@]}" --strict

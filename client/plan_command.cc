@@ -68,7 +68,7 @@ bool CheckFitBeforeSubmit(const v1::JobSpec& spec, const std::string& gpu, bool 
   if (plan->fits) return true;
   constexpr double kGiB = 1 << 30;
   console.err << absl::StrFormat(
-      "ringmaster: %s: the plan says it does not fit a %s: %.2f GiB per rank needed, %.2f GiB usable "
+      "ringmaster: %s: the plan says it does not fit on %s: %.2f GiB per rank needed, %.2f GiB usable "
       "(see `ringmaster plan`)\n",
       strict ? "error" : "warning", plan->device.description, plan->peak_bytes / kGiB, plan->usable_bytes / kGiB);
   return !strict;

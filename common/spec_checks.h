@@ -42,6 +42,8 @@ std::string ModelKindName(const v1::ModelSpec& model);
 // keys 1 to 63 characters of [A-Za-z0-9._/-], values at most 255 characters.
 absl::Status CheckLabels(absl::string_view path,
                          const google::protobuf::Map<std::string, std::string>& labels);
+// JobSpec.env: names, count, value sizes, and the names the worker owns.
+absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env);
 
 // Resources, parallel layout, elastic bounds, checkpoint and restart policy
 // of a spec with defaults applied (spec_validate_layout.cc).

@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
@@ -79,6 +80,29 @@ absl::Status CheckLabels(absl::string_view path,
     if (labels.at(key).size() > 255) {
       return Invalid(absl::StrCat(path, ".", key), "value longer than 255 characters");
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env) {
+  if (env.size() > 64) return Invalid("env", absl::StrCat("at most 64 variables, got ", env.size()));
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name);
+  std::sort(names.begin(), names.end());  // report the same error every time
+  for (const std::string& name : names) {
+    const bool valid = !name.empty() && !absl::ascii_isdigit(static_cast<unsigned char>(name[0])) &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+                       });
+    if (!valid) {
+      return Invalid("env", absl::StrCat("name \"", absl::CEscape(name), "\" must be [A-Za-z_][A-Za-z0-9_]*"));
+    }
+    if (name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER" || absl::StartsWith(name, "RINGMASTER_")) {
+      return Invalid(absl::StrCat("env.", name), "set by the worker for each rank; a job cannot override it");
+    }
+    const std::string& value = env.at(name);
+    if (value.size() > 4096) return Invalid(absl::StrCat("env.", name), "value longer than 4096 bytes");
+    if (value.find('\0') != std::string::npos) return Invalid(absl::StrCat("env.", name), "value holds a NUL byte");
   }
   return absl::OkStatus();
 }
@@ -351,6 +375,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& input) {
   RETURN_IF_ERROR(ValidatePrecision(spec.precision()));
   RETURN_IF_ERROR(spec_internal::ValidateLayoutAndPolicies(spec));
   RETURN_IF_ERROR(CheckRange("priority", spec.priority(), -1000, 1000));
+  RETURN_IF_ERROR(spec_internal::CheckEnv(spec.env()));
   return spec_internal::CheckLabels("labels", spec.labels());
 }
 

@@ -48,19 +48,6 @@ struct Flags {
   double job_retention_days = 30;
 };
 
-// "1s", "500ms", "5m", or a number of seconds; must be positive.
-absl::Status ParsePositiveDuration(const std::string& flag, const std::string& text, absl::Duration* out) {
-  double seconds = 0;
-  if (absl::ParseDuration(text, out)) {
-  } else if (absl::SimpleAtod(text, &seconds)) {
-    *out = absl::Seconds(seconds);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(flag, ": \"", text, "\" is not a duration (e.g. 1s, 500ms, 5m)"));
-  }
-  if (*out <= absl::ZeroDuration()) return absl::InvalidArgumentError(absl::StrCat(flag, ": must be positive"));
-  return absl::OkStatus();
-}
-
 // While starting, gRPC's errors are ours to report (one line, from Start).
 std::atomic<bool> g_starting{true};
 
@@ -97,7 +84,9 @@ int Run(Flags& flags) {
                         &config.drain_checkpoint_timeout),
         std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout),
         std::make_tuple("--node-recovery-grace", &flags.node_recovery_grace, &config.node_recovery_grace)}) {
-    if (absl::Status s = ParsePositiveDuration(name, *text, out); !s.ok()) return Fail(std::string(s.message()));
+    if (absl::Status s = ringmaster::ParseDurationFlag(name, *text, /*allow_zero=*/false, out); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
   }
   config.job_retention.max_age = absl::Seconds(flags.job_retention_days * 86400);
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
@@ -159,6 +148,11 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-allowed-roots", flags.config.checkpoint_allowed_roots,
                  "Further directories a job's checkpoint.directory may lie within (comma-separated; absolute)")
       ->delimiter(',');
+  app.add_option("--allowed-env", flags.config.allowed_env,
+                 "Environment variables a job's spec may set for its trainers (comma-separated names, or prefixes "
+                 "ending in *; \"\": none)")
+      ->delimiter(',')
+      ->capture_default_str();
   // Security (docs/security.md): without TLS, --listen must be loopback.
   app.add_option("--tls-ca", flags.config.tls.ca_file, "CA bundle (PEM) that workers' client certificates chain to");
   app.add_option("--tls-cert", flags.config.tls.cert_file, "The coordinator's server certificate (PEM)");

@@ -57,7 +57,7 @@ RINGMASTER_TLS_CERT=/etc/rm/worker.crt
 RINGMASTER_TLS_KEY=/etc/rm/worker.key
 RINGMASTER_JOIN_TOKEN_FILE=/etc/rm/join-token
 RINGMASTER_LABELS="pool=slurm rack=a1"
-RINGMASTER_WORKER_ARGS="--log-format json --stop-grace-period 20"
+RINGMASTER_WORKER_ARGS="--log-format json --stop-grace-period 20s"
 EOF
 dry_run() {
   env -i PATH="$fake/bin:/usr/bin:/bin" SLURM_JOB_ID=4242 SLURM_JOB_NUM_NODES=3 SLURM_JOB_NODELIST='dgx[01-03]' \
@@ -90,7 +90,7 @@ rack=a1
 --log-format
 json
 --stop-grace-period
-20
+20s
 --listen-address
 10.1.2.3"
 got=$(grep -v '^ringmaster-worker.sbatch: ' <<<"$out" | sed "1s|^$fake/rm/||")

@@ -69,11 +69,11 @@ struct Flags {
   std::string node_name;
   std::string metrics_listen = "127.0.0.1:0";
   std::string trainer;
-  double heartbeat_interval = 0;
-  double stop_grace_period = 10;
-  double state_dump_wait = 2;
-  double reconnect_initial = 0.5;
-  double reconnect_max = 30;
+  absl::Duration heartbeat_interval = absl::ZeroDuration();  // zero: the coordinator's
+  absl::Duration stop_grace_period = absl::Seconds(10);
+  absl::Duration state_dump_wait = absl::Seconds(2);
+  absl::Duration reconnect_initial = absl::Milliseconds(500);
+  absl::Duration reconnect_max = absl::Seconds(30);
   std::vector<std::string> labels;
   // Where jobs' data.path may point (see RankLauncherOptions::data_roots).
   std::vector<std::string> data_roots = {"/usr/share/datasets", "/usr/local/share/ringmaster",
@@ -87,7 +87,7 @@ struct Flags {
 
 SupervisorOptions SupervisorOptionsFromFlags(const Flags& flags) {
   SupervisorOptions options;
-  options.state_dump_wait = absl::Milliseconds(1000 * flags.state_dump_wait);
+  options.state_dump_wait = flags.state_dump_wait;
   return options;
 }
 
@@ -242,8 +242,8 @@ int Run(const Flags& flags) {
   spdlog::info("metrics on http://{}/metrics", metrics_server.address());
 
   BackoffOptions backoff;
-  backoff.initial = absl::Seconds(flags.reconnect_initial);
-  backoff.max = absl::Seconds(flags.reconnect_max);
+  backoff.initial = flags.reconnect_initial;
+  backoff.max = flags.reconnect_max;
   std::shared_ptr<grpc::Channel> channel = CoordinatorChannel(flags.coordinator, backoff, tls.get(), join_token);
   const std::string socket = AgentSocketPath(state_dir);
 
@@ -265,13 +265,13 @@ int Run(const Flags& flags) {
     launcher_options.data_roots.push_back(std::filesystem::path(root).lexically_normal().string());
   }
   for (char** e = environ; *e != nullptr; ++e) launcher_options.base_env.emplace_back(*e);
-  launcher_options.default_grace = absl::Seconds(flags.stop_grace_period);
+  launcher_options.default_grace = flags.stop_grace_period;
   RankLauncher launcher(&supervisor, &shipper, launcher_options);
 
   CoordinatorSessionOptions session_options;
   session_options.node = *node;
   session_options.node_id_path = NodeIdPath(state_dir);
-  session_options.heartbeat_interval = absl::Seconds(flags.heartbeat_interval);
+  session_options.heartbeat_interval = flags.heartbeat_interval;
   session_options.backoff = backoff;
   session = std::make_unique<CoordinatorSession>(channel, &launcher, &supervisor, metrics->get(), session_options);
 
@@ -304,8 +304,9 @@ int Run(const Flags& flags) {
     spdlog::info("SIGUSR1: draining this node: its jobs checkpoint and move to other nodes");
     session->RequestDrain("the worker got SIGUSR1 (e.g. its Slurm allocation ends soon)");
   }
-  spdlog::info("signal {}: stopping {} rank(s), grace {}s", sig, supervisor.RunningCount(), flags.stop_grace_period);
-  supervisor.Shutdown(absl::Seconds(flags.stop_grace_period));  // every exit reported to the session
+  spdlog::info("signal {}: stopping {} rank(s), grace {}", sig, supervisor.RunningCount(),
+               absl::FormatDuration(flags.stop_grace_period));
+  supervisor.Shutdown(flags.stop_grace_period);  // every exit reported to the session
   janitor.Stop();
   agent.Stop();
   shipper.Close();
@@ -344,25 +345,19 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", flags.metrics_listen, "host:port of /metrics (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--trainer", flags.trainer, "ringmaster-trainer binary (default: beside this binary, else on PATH)");
-  app.add_option("--heartbeat-interval", flags.heartbeat_interval,
-                 "Seconds between heartbeats (default 0: the coordinator's interval)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--stop-grace-period", flags.stop_grace_period,
-                 "Seconds ranks get between SIGTERM and SIGKILL at shutdown and for stop orders without one")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--state-dump-wait", flags.state_dump_wait,
-                 "Seconds between SIGUSR1 (the trainer writes its step, phase and stacks to its log) and SIGTERM "
-                 "when a rank is stopped; 0: no state dump")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--reconnect-initial-backoff", flags.reconnect_initial,
-                 "Seconds before the first reconnection attempt")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--reconnect-max-backoff", flags.reconnect_max, "Longest wait between reconnection attempts, seconds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  ringmaster::AddDurationOption(app, "--heartbeat-interval", &flags.heartbeat_interval,
+                    "Between heartbeats (0: the coordinator's interval)", /*allow_zero=*/true);
+  ringmaster::AddDurationOption(app, "--stop-grace-period", &flags.stop_grace_period,
+                    "Ranks get this long between SIGTERM and SIGKILL at shutdown and for stop orders without one",
+                    /*allow_zero=*/true);
+  ringmaster::AddDurationOption(app, "--state-dump-wait", &flags.state_dump_wait,
+                    "Between SIGUSR1 (the trainer writes its step, phase and stacks to its log) and SIGTERM when a "
+                    "rank is stopped; 0: no state dump",
+                    /*allow_zero=*/true);
+  ringmaster::AddDurationOption(app, "--reconnect-initial-backoff", &flags.reconnect_initial,
+                    "Before the first reconnection attempt", /*allow_zero=*/false);
+  ringmaster::AddDurationOption(app, "--reconnect-max-backoff", &flags.reconnect_max,
+                    "Longest wait between reconnection attempts", /*allow_zero=*/false);
   app.add_option("--label", flags.labels, "Node label KEY=VALUE for node selectors (repeatable)");
   app.add_option("--job-retention-days", flags.job_retention_days,
                  "Days a finished job's directory (logs, working directories) is kept under <state-dir>/jobs; "

@@ -99,6 +99,9 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
 
   const std::string socket = options_.agent_socket;
   std::map<std::string, std::string> common = EnvMap(options_.base_env);
+  // The spec's env (the coordinator checked the names against its allowlist),
+  // then the order's own; the per-rank GPU variables below win over both.
+  for (const auto& [key, value] : order.spec().env()) common[key] = value;
   for (const auto& [key, value] : order.env()) common[key] = value;
   // What the context holds for every rank of the order.
   v1::RankContext shared;

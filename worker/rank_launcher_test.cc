@@ -67,6 +67,8 @@ v1::StartRanks Order() {
   order.mutable_resume_from()->set_step(100);
   order.mutable_resume_from()->set_generation(2);
   (*order.mutable_env())["USER_VAR"] = "x";
+  (*order.mutable_spec()->mutable_env())["NCCL_DEBUG"] = "INFO";
+  (*order.mutable_spec()->mutable_env())["USER_VAR"] = "from the spec";  // the order's own wins
   order.set_rendezvous_secret("0123abcd");
   order.mutable_spec()->set_name("tiny");
   order.mutable_spec()->mutable_parallelism()->set_data(2);
@@ -129,6 +131,7 @@ TEST_F(RankLauncherTest, PrepareFollowsTheTrainerContract) {
   EXPECT_EQ(env["PATH"], "/usr/bin:/bin");
   EXPECT_EQ(env["HOME"], "/home/rm");
   EXPECT_EQ(env["USER_VAR"], "x");
+  EXPECT_EQ(env["NCCL_DEBUG"], "INFO");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-aaaa");
   EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   for (const auto& [key, value] : env) EXPECT_NE(key.rfind("RINGMASTER_", 0), 0u) << key;

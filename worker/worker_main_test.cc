@@ -49,11 +49,11 @@ class WorkerMainTest : public ::testing::Test {
                                      "--metrics-listen",
                                      "127.0.0.1:0",
                                      "--heartbeat-interval",
-                                     "0.05",
+                                     "50ms",
                                      "--reconnect-initial-backoff",
-                                     "0.05",
+                                     "0.05",  // a bare number is seconds
                                      "--reconnect-max-backoff",
-                                     "0.2",
+                                     "200ms",
                                      "--log-file",
                                      dir_.Join("worker.log")};
     args.insert(args.end(), extra.begin(), extra.end());

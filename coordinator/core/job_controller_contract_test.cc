@@ -200,6 +200,19 @@ TEST_F(JobControllerContractTest, AWorkerThatRefusesTheSpecFailsTheJobAtOnce) {
   EXPECT_EQ(State(other), v1::JOB_STATE_RESTARTING);
 }
 
+TEST_F(JobControllerContractTest, AJobsEnvNamesMustBeOnesTheOperatorAllows) {
+  v1::JobSpec spec = MakeSpec(1, 1);
+  (*spec.mutable_env())["NCCL_DEBUG"] = "INFO";
+  (*spec.mutable_env())["CUDA_LAUNCH_BLOCKING"] = "1";
+  EXPECT_TRUE(controller_->Submit(spec, {}).ok());  // the default allowlist: NCCL_*, CUDA_*
+  (*spec.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
+  absl::Status refused = controller_->Submit(spec, {}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "env.LD_PRELOAD: not a variable this coordinator lets jobs set (allowed: NCCL_*, CUDA_*); ask the "
+            "operator to allow it (ringmaster-coordinator --allowed-env)");
+}
+
 TEST_F(JobControllerContractTest, CheckpointDirectoriesLieInAllowedRootsOneJobEach) {
   v1::JobSpec outside = MakeSpec(1, 1);
   outside.mutable_checkpoint()->set_directory("/home/alice/other-job");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -141,6 +142,28 @@ absl::Status JobLifecycle::CheckCheckpointRoot(const std::string& directory) con
       "(ringmaster-coordinator --checkpoint-allowed-roots)"));
 }
 
+absl::Status JobLifecycle::CheckEnvAllowed(const v1::JobSpec& spec) const {
+  std::vector<std::string> patterns;
+  for (const std::string& p : options_.allowed_env) {
+    if (!p.empty()) patterns.push_back(p);  // --allowed-env "": none
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, value] : spec.env()) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const bool allowed = std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
+      return p.back() == '*' ? absl::StartsWith(name, p.substr(0, p.size() - 1)) : name == p;
+    });
+    if (!allowed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "env.", name, ": not a variable this coordinator lets jobs set (allowed: ",
+          patterns.empty() ? "none" : absl::StrJoin(patterns, ", "),
+          "); ask the operator to allow it (ringmaster-coordinator --allowed-env)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string JobLifecycle::CheckpointDir(const v1::Job& job) const {
   const std::string& root =
       job.spec().checkpoint().directory().empty() ? options_.checkpoint_root : job.spec().checkpoint().directory();
@@ -213,6 +236,7 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
   ApplyDefaults(&spec);
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   RETURN_IF_ERROR(CheckCheckpointRoot(spec.checkpoint().directory()));
+  RETURN_IF_ERROR(CheckEnvAllowed(spec));
   if (options.validate_only) {
     v1::Job job;
     *job.mutable_spec() = std::move(spec);

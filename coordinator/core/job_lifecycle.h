@@ -244,6 +244,8 @@ class JobLifecycle : public RendezvousListener {
   // INVALID_ARGUMENT naming checkpoint.directory unless it is empty or within
   // an allowed root.
   absl::Status CheckCheckpointRoot(const std::string& directory) const;
+  // Every name of the spec's env is one options_.allowed_env allows.
+  absl::Status CheckEnvAllowed(const v1::JobSpec& spec) const;
   // <root>/<job id>/gen-<generation> of the job's current generation.
   std::string CheckpointDir(const v1::Job& job) const;
   std::set<std::string> ExcludedNodesLocked(const Entry& entry, const std::vector<NodeCapacity>& capacity) const;

@@ -37,6 +37,9 @@ struct JobControllerOptions {
   // another's.
   std::string checkpoint_root = "/var/lib/ringmaster/checkpoints";
   std::vector<std::string> allowed_checkpoint_roots;
+  // The JobSpec.env names a job may set: exact names, or prefixes ending in
+  // '*' ("NCCL_*"). Others are INVALID_ARGUMENT at submission.
+  std::vector<std::string> allowed_env = {"NCCL_*", "CUDA_*"};
   // A node where a job failed this often within the cool-down is left out of
   // that job's placements for the cool-down, while the job fits elsewhere.
   NodeStrikePolicy node_strikes;

@@ -151,6 +151,7 @@ absl::Status CoordinatorServer::Build() {
   options.checkpoint_root =
       config_.checkpoint_root.empty() ? config_.state_dir + "/checkpoints" : config_.checkpoint_root;
   options.allowed_checkpoint_roots = config_.checkpoint_allowed_roots;
+  options.allowed_env = config_.allowed_env;
   options.on_schedule_pass = [metrics = metrics_.get()](absl::Duration d) { metrics->ObserveSchedulingPass(d); };
   controller_ = std::make_unique<JobController>(clock_, store_.get(), nodes_.get(), checkpoints_.get(),
                                                 rendezvous_.get(), options);

@@ -80,6 +80,8 @@ struct CoordinatorConfig {
   std::string checkpoint_root;
   // Further roots a spec's checkpoint.directory may lie within (absolute).
   std::vector<std::string> checkpoint_allowed_roots;
+  // JobSpec.env names jobs may set (exact, or a prefix ending in '*').
+  std::vector<std::string> allowed_env = {"NCCL_*", "CUDA_*"};
   // Zero: no ticker thread (tests call Tick()).
   absl::Duration tick_interval = absl::Milliseconds(250);
   // Graceful shutdown: calls in flight get this long to finish.

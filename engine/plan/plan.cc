@@ -283,12 +283,19 @@ absl::StatusOr<Plan> MakePlan(const TrainerConfig& config, int nodes, int ranks_
     st.stage = s;
     st.begin_block = partition[s].begin;
     st.end_block = partition[s].end;
-    double saved = 0, largest = 0;
+    double saved = 0;
     for (int i = st.begin_block; i < st.end_block; ++i) {
       st.parameters += blocks[i].parameters;
       st.forward_flops_per_sample += blocks[i].forward_flops;
       saved += blocks[i].saved;
-      largest = std::max(largest, blocks[i].largest);
+    }
+    // The backward runs the blocks last to first and frees each one's cache as
+    // it goes: while block i works on its two largest buffers, the caches of
+    // the blocks after it are gone already.
+    double transient = 0, freed = 0;
+    for (int i = st.end_block - 1; i >= st.begin_block; --i) {
+      transient = std::max(transient, 2.0 * blocks[i].largest - freed);
+      freed += blocks[i].saved;
     }
     const bool last = s == par.pipeline - 1;
     // The last stage also trains the tied embedding (its head uses it).
@@ -321,7 +328,7 @@ absl::StatusOr<Plan> MakePlan(const TrainerConfig& config, int nodes, int ranks_
       const double samples = on_gpu ? b : b * par.micro_batches * (kHostPrefetch + 1);
       m.batches = static_cast<int64_t>(kFloat * sample_in * samples);
     }
-    m.transients = static_cast<int64_t>(kFloat * 2.0 * largest * b);
+    m.transients = static_cast<int64_t>(kFloat * transient * b);
     plan.peak_bytes = std::max(plan.peak_bytes, m.total());
     largest_stage_grad_bytes = std::max(largest_stage_grad_bytes, static_cast<int64_t>(wire * st.parameters));
 
@@ -438,7 +445,7 @@ std::string PlanTable(const Plan& p) {
   auto row = [&out](const std::string& key, const std::string& value) {
     absl::StrAppend(&out, absl::StrFormat("%-28s %s\n", key, value));
   };
-  row("device", absl::StrCat(p.device.description, ", ", p.precision, " peak ", Count(p.peak_flops), "FLOP/s"));
+  row("device", absl::StrCat(p.device.description, ", ", p.precision, " peak ", Count(p.peak_flops), "FLOP/s per rank"));
   row("layout", absl::StrCat(p.ranks, " rank(s) on ", p.nodes, " node(s): data ", p.data, " x pipeline ", p.pipeline,
                              p.pipeline > 1 ? absl::StrCat(" (", p.schedule, ")") : "", ", ", p.micro_batches,
                              " micro-batch(es) of ", p.micro_batch, p.zero1 ? ", ZeRO-1" : ""));

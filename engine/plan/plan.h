@@ -22,7 +22,8 @@
 //    without a pipeline, min(P - stage, m) for 1F1B, m for GPipe.
 //  * the logits and their gradient on the last stage, the input batches
 //    (on the CPU the loader's prefetch queue too), and the backward's
-//    transient buffers (twice the largest activation of a block).
+//    transient buffers: twice a block's largest activation, less the caches
+//    of the blocks after it, which the backward has freed by then.
 //
 // FLOPs follow the counting rules of the pipeline partitioner
 // (engine/parallel/stage_partition_cost.h); a training step is 3x the

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine/dist/in_process_group.h"
+#include "engine/plan/plan.h"
 #include "engine/train/trainer.h"
 #include "gtest/gtest.h"
 
@@ -245,6 +246,27 @@ TEST(TrainerTest, ARequestedCheckpointIsWrittenByEveryRankAtTheSameStep) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(written, (std::vector<int64_t>{10, 30}));  // at the next control step after 7, and at the end
   EXPECT_TRUE(std::filesystem::exists(dir + "/step-000000010"));
+}
+
+// Each step report carries this rank's model FLOPs (as `ringmaster plan`
+// counts them), its device's peak and the time it waited for its batch.
+TEST(TrainerTest, StepReportsCarryModelFlopsPeakAndDataWait) {
+  TrainerConfig config = CnnConfig();
+  config.steps = 3;
+  std::vector<StepReport> reports;
+  TrainerOptions options;
+  options.on_step = [&](const StepReport& r) { reports.push_back(r); };
+  auto trainer = Trainer::Create(config, options);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Run().ok());
+  ASSERT_EQ(reports.size(), 3u);
+  const double flops = plan::TrainingFlopsPerSample(config.model, 0, -1) * config.data.global_batch;
+  for (const StepReport& r : reports) {
+    EXPECT_DOUBLE_EQ(r.model_flops, flops);
+    EXPECT_GT(r.peak_flops, 0);  // the CPU profile's share for 2 threads
+    EXPECT_GE(r.data_wait_seconds, 0);
+    EXPECT_LE(r.data_wait_seconds, r.seconds);
+  }
 }
 
 TEST(TrainerTest, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
