@@ -134,6 +134,8 @@ if command -v zsh > /dev/null; then
     echo "FAIL: zsh completion of ringmaster nodes dr: got \"$got\""
     failures=$((failures + 1))
   fi
+else
+  echo "note: zsh not installed (scripts/install-deps.sh test installs it): its completion was not run"
 fi
 
 if [[ $failures -ne 0 ]]; then

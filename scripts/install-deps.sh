@@ -14,9 +14,9 @@ build_pkgs=(
 )
 # What the tests and the examples read or run: promtool and prometheus, the
 # datasets, the corpus; for deploy/: systemd-analyze, PyYAML, node (the
-# Kubernetes schema check, below).
+# Kubernetes schema check, below); zsh (the CLI's zsh completion is checked).
 test_pkgs=(prometheus dataset-fashion-mnist bible-kjv bible-kjv-text iproute2 procps python3 python3-yaml systemd
-  nodejs curl)
+  nodejs curl zsh)
 # kubectl (for `kubectl kustomize`) and npm come from Debian only where no other
 # install provides them (a vendor's kubectl package, or a nodejs that bundles npm).
 optional_cmds=(kubectl:kubernetes-client npm:npm)
