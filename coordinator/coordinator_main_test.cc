@@ -164,7 +164,7 @@ TEST(CoordinatorMainTest, ABadDurationIsOneLineAndStatus1) {
   Coordinator c({"--heartbeat-interval", "soon", "--state-dir", testing::NewTempDir("main")});
   EXPECT_EQ(c.Wait(), 1);
   EXPECT_EQ(Lines(c.err()), std::vector<std::string>{
-                                "ringmaster-coordinator: --heartbeat-interval: \"soon\" is not a duration (e.g. 1s, "
+                                "ringmaster-coordinator: --heartbeat-interval: \"soon\" is not a duration (e.g. 30s, "
                                 "500ms, 5m)"});
 }
 

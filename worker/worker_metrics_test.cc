@@ -114,7 +114,7 @@ TEST(WorkerMetricsTest, ExposesMfuDataWaitAndTheGpuOfEachRank) {
   metrics->RecordStep("j", 1, 0, m);
   metrics->RecordStep("j", 1, 1, Step(3));  // a CPU rank: peak unknown, no GPU
   std::string text = registry.ExposeText();
-  EXPECT_THAT(text, HasSubstr("ringmaster_rank_model_flops_per_second{job=\"j\",node=\"n\",rank=\"0\"} 4e+14"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_model_flops_per_second{job=\"j\",node=\"n\",rank=\"0\"} 400000000000000"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_mfu_ratio{job=\"j\",node=\"n\",rank=\"0\"} 0.4"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_mfu_ratio{job=\"j\",node=\"n\",rank=\"1\"} Nan"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_data_wait_seconds{job=\"j\",node=\"n\",rank=\"0\"} 0.002"));

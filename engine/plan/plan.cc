@@ -386,6 +386,9 @@ absl::StatusOr<Plan> MakePlan(const TrainerConfig& config, int nodes, int ranks_
     plan.notes.push_back("every pipeline rank holds the whole model's weights and gradients (rank 0 evaluates and "
                          "checkpoints it); the optimizer state is per stage");
   if (plan.total_steps == 0) plan.notes.push_back("time to the end unknown: the epoch length needs the dataset's size");
+  if (on_gpu && plan.compute_seconds < 5e-3)
+    plan.notes.push_back("a step this short is bound by kernel launches and memory traffic, not FLOPs: its time is "
+                         "a lower bound");
   plan.notes.push_back("times exclude evaluation, checkpoints and pipeline activation transfers");
   return plan;
 }
@@ -416,6 +419,7 @@ absl::StatusOr<Plan> PlanJobSpec(const v1::JobSpec& spec, const DeviceProfile& d
 namespace {
 
 std::string Bytes(int64_t bytes) {
+  if (bytes == 0) return "-";
   const double b = static_cast<double>(bytes);
   const double a = std::abs(b);
   if (a >= kGiB) return absl::StrFormat("%.2f GiB", b / kGiB);
@@ -424,6 +428,7 @@ std::string Bytes(int64_t bytes) {
 }
 
 std::string Duration(double seconds) {
+  if (seconds < 1e-3) return absl::StrFormat("%.1f us", seconds * 1e6);
   if (seconds < 1.0) return absl::StrFormat("%.1f ms", seconds * 1e3);
   if (seconds < 120.0) return absl::StrFormat("%.1f s", seconds);
   if (seconds < 7200.0) return absl::StrFormat("%.1f min", seconds / 60.0);

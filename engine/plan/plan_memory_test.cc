@@ -66,7 +66,7 @@ void ExpectPlanMatches(const std::string& path, const std::vector<std::string>& 
 }
 
 const std::vector<std::string> kSynthetic = {"data.dataset=synthetic", "data.path=", "data.synthetic_samples=4096",
-                                             "training.steps=100", "checkpoint.interval_steps=0"};
+                                             "training.steps=1000", "checkpoint.interval_steps=0"};
 
 TEST(PlanMemoryTest, MlpExample) { ExpectPlanMatches("examples/fashion_mnist_mlp.yaml", kSynthetic); }
 TEST(PlanMemoryTest, CnnExample) { ExpectPlanMatches("examples/fashion_mnist_cnn.yaml", kSynthetic); }

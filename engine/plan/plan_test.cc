@@ -27,12 +27,12 @@ TrainerConfig ConfigOf(const std::string& path, const std::vector<std::string>& 
 }
 
 // GPT-2 small: 12 layers, 12 heads, 768 wide, 1024 tokens, 50257 tokens, tied.
-TrainerConfig Gpt2Small(const std::string& optimizer = "adamw") {
+TrainerConfig Gpt2Small() {
   return ConfigOf("examples/gpt_text.yaml",
                   {"model.gpt.layers=12", "model.gpt.heads=12", "model.gpt.width=768", "model.gpt.context=1024",
                    "model.gpt.vocab_size=50257", "data.dataset=synthetic", "data.path=", "data.batch_size=16",
                    "parallelism.data=1", "resources.ranks_per_node=1", "precision.compute=bf16",
-                   "resources.device=cuda", "optimizer.type=" + optimizer});
+                   "resources.device=cuda", "optimizer.type=adamw"});
 }
 
 DeviceProfile Device(const std::string& name) {
@@ -78,7 +78,9 @@ TEST(PlanTest, Gpt2SmallModelStatesAreSixteenBytesPerParameter) {
   EXPECT_NEAR(plan->flops_per_token, expected, 0.01 * expected);
   EXPECT_TRUE(plan->fits);
   // SGD with momentum: 4 + 4 + 4.
-  plan = MakePlan(Gpt2Small("sgd"), 1, 1, Device("h100"), {});
+  config.optimizer.kind = optim::OptimizerKind::kSgd;
+  config.optimizer.momentum = 0.9f;
+  plan = MakePlan(config, 1, 1, Device("h100"), {});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->stages[0].memory.model_states(), int64_t{12} * 124439808);
 }
