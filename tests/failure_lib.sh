@@ -48,7 +48,12 @@ start_cluster() {
     --tls-key "$state/pki/coordinator.key" --token-file "$state/pki/tokens" --join-token-file "$state/pki/join-token")
   worker_tls=(--tls-ca "$state/pki/ca.crt" --tls-cert "$state/pki/worker.crt" --tls-key "$state/pki/worker.key"
     --join-token-file "$state/pki/join-token")
-  ip link set lo up && ip link add br0 type bridge && ip addr add 10.231.0.1/24 dev br0 && ip link set br0 up ||
+  # A fixed MAC: a bridge otherwise takes its lowest port's, so cutting and
+  # healing a node's link could change it and leave the other nodes' ARP
+  # entries for the coordinator pointing at the wrong port for seconds (a
+  # node "lost" that was never cut).
+  ip link set lo up && ip link add br0 address 02:52:4d:00:00:01 type bridge &&
+    ip addr add 10.231.0.1/24 dev br0 && ip link set br0 up ||
     fail "cannot build the test network (ip link add br0 type bridge)"
   for n in $(seq "$nodes"); do
     unshare -n sleep 100000 &

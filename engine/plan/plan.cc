@@ -104,7 +104,7 @@ std::vector<BlockCost> GptBlocks(const nn::ModelConfig& m, bool flash) {
   head.parameters = 2 * m.n_embd + (m.tie_embeddings ? 0 : m.vocab_size * m.n_embd);
   head.forward_flops = t * (5.0 * c + 2.0 * v * c);
   head.saved = t * (c + 2.0);  // ln_f output and statistics; the logits are counted apart
-  head.largest = t * v;
+  head.largest = t * c;        // its backward's buffers: dh and ln_f's dx (dlogits is the loss's)
   head.output = t * v;
   blocks.push_back(head);
   return blocks;
