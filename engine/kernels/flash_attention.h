@@ -17,14 +17,10 @@
 #include <cstdint>
 
 #include "engine/kernels/attention.h"
+#include "engine/kernels/flash_limits.h"
 #include "engine/kernels/kernel_types.h"
 
 namespace ringmaster::kernels {
-
-// Head sizes up to this are handled (smaller ones are zero-padded to it in
-// registers and shared memory); larger ones need the unfused path.
-constexpr int64_t kFlashMaxHeadSize = 64;
-inline bool FlashAttentionSupports(int64_t hd) { return hd > 0 && hd <= kFlashMaxHeadSize; }
 
 // out = round(softmax(scale * q k^T, causal) v), lse[i] = log sum_{j <= i} exp(scale * q_i . k_j).
 cudaError_t LaunchFlashAttentionForward(const float* qkv, AttentionDims d, float scale, float* out, float* lse,

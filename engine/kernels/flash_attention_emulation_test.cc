@@ -17,6 +17,7 @@
 
 #include "engine/core/flash_attention_reference.h"
 #include "engine/core/test_util.h"
+#include "engine/kernels/flash_limits.h"
 
 // ---- the CUDA constructs the kernels use, on the host ----
 #define __global__
@@ -49,7 +50,6 @@ enum class FloatType : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
 struct AttentionDims {
   int64_t b, t, nh, hd;
 };
-constexpr int64_t kFlashMaxHeadSize = 64;
 inline float RoundTo(FloatType /*t*/, float f) { return f; }
 }  // namespace ringmaster::kernels
 

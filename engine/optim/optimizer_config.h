@@ -5,6 +5,9 @@
 // that code which only reads a spec (the trainer config, `ringmaster plan`)
 // does not link the CUDA update kernels.
 
+#include <string>
+#include <vector>
+
 namespace ringmaster::engine::optim {
 
 enum class OptimizerKind { kSgd, kAdamW, kLars, kLamb };
@@ -22,6 +25,21 @@ struct OptimizerConfig {
   float eps = 1e-8f;                 // AdamW, LAMB; > 0 (LAMB papers use 1e-6)
   float trust_coefficient = 0.001f;  // LARS eta; > 0
 };
+
+// The state slots of config.kind: "momentum_buffer" (SGD, LARS; none when
+// momentum == 0), or "exp_avg" and "exp_avg_sq" (AdamW, LAMB).
+inline std::vector<std::string> StateSlotNames(const OptimizerConfig& config) {
+  switch (config.kind) {
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kLars:
+      if (config.momentum == 0.0f) return {};
+      return {"momentum_buffer"};
+    case OptimizerKind::kAdamW:
+    case OptimizerKind::kLamb:
+      return {"exp_avg", "exp_avg_sq"};
+  }
+  return {};
+}
 
 }  // namespace ringmaster::engine::optim
 

@@ -123,19 +123,6 @@ class LambOptimizer final : public Optimizer {
 
 }  // namespace
 
-std::vector<std::string> StateSlotNames(const OptimizerConfig& c) {
-  switch (c.kind) {
-    case OptimizerKind::kSgd:
-    case OptimizerKind::kLars:
-      if (c.momentum == 0.0f) return {};
-      return {"momentum_buffer"};
-    case OptimizerKind::kAdamW:
-    case OptimizerKind::kLamb:
-      return {"exp_avg", "exp_avg_sq"};
-  }
-  return {};
-}
-
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateUpdateRule(const OptimizerConfig& config, const ParameterList& params,
                                                             std::vector<ParamRange> ranges,
                                                             PartialSumReducer reduce_norms) {

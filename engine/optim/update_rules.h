@@ -12,10 +12,6 @@
 
 namespace ringmaster::engine::optim {
 
-// The state slots of config.kind: "momentum_buffer" (SGD, LARS; none when
-// momentum == 0), or "exp_avg" and "exp_avg_sq" (AdamW, LAMB).
-std::vector<std::string> StateSlotNames(const OptimizerConfig& config);
-
 // Builds the optimizer for config.kind over already-checked config, params
 // and ranges (one per parameter). reduce_norms null = not sharded.
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateUpdateRule(const OptimizerConfig& config, const ParameterList& params,

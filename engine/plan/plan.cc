@@ -12,6 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "engine/kernels/flash_limits.h"
+#include "engine/optim/optimizer_config.h"
 #include "engine/parallel/stage_partition_cost.h"
 
 namespace ringmaster::engine::plan {
@@ -22,7 +24,6 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr double kFloat = 4.0;          // every float tensor is stored as f32
 constexpr int kHostPrefetch = 4;        // DataLoaderOptions::prefetch
 constexpr int64_t kFashionMnistTrain = 60000;
-constexpr int64_t kFlashMaxHeadSize = 64;  // engine/kernels/flash_attention.h
 
 // What one block costs per sample, in f32 elements (i32 tokens count alike).
 struct BlockCost {
@@ -95,7 +96,7 @@ std::vector<BlockCost> GptBlocks(const nn::ModelConfig& m, bool flash) {
   layer.forward_flops = t * (24.0 * c * c + 25.0 * c + 4.0 * t * c + 5.0 * heads * t);
   // ln_1 out, qkv, attention out, residual sum, ln_2 out, GELU input and
   // output (4C each), block output: 16C; two means and rstds; the attention.
-  const double attention = flash && m.n_embd / m.n_head <= kFlashMaxHeadSize ? heads : heads * t;
+  const double attention = flash && kernels::FlashAttentionSupports(m.n_embd / m.n_head) ? heads : heads * t;
   layer.saved = t * (16.0 * c + 4.0 + attention);
   layer.largest = t * std::max(4.0 * c, attention);
   layer.output = t * c;
@@ -112,16 +113,6 @@ std::vector<BlockCost> GptBlocks(const nn::ModelConfig& m, bool flash) {
 
 std::vector<BlockCost> Blocks(const nn::ModelConfig& m, bool flash) {
   return m.kind == nn::ModelKind::kGpt ? GptBlocks(m, flash) : ImageBlocks(m);
-}
-
-int OptimizerSlots(const optim::OptimizerConfig& c) {
-  switch (c.kind) {
-    case optim::OptimizerKind::kSgd:
-    case optim::OptimizerKind::kLars: return c.momentum == 0.0f ? 0 : 1;
-    case optim::OptimizerKind::kAdamW:
-    case optim::OptimizerKind::kLamb: return 2;
-  }
-  return 2;
 }
 
 // Non-trainable state (BatchNorm running mean, variance and batch count).
@@ -267,7 +258,7 @@ absl::StatusOr<Plan> MakePlan(const TrainerConfig& config, int nodes, int ranks_
   }
 
   const double b = static_cast<double>(plan.micro_batch);
-  const int slots = OptimizerSlots(config.optimizer);
+  const int slots = static_cast<int>(optim::StateSlotNames(config.optimizer).size());
   const double wire = par.compression == parallel::GradCompression::kNone ? 4.0 : 2.0;
   const double sample_in = gpt ? 2.0 * config.model.block_size  // tokens and targets
                                : static_cast<double>(config.model.input_channels * config.model.input_height *
