@@ -1,6 +1,6 @@
-// ringmaster describe JOB: the job, a summary of its spec, its placement
-// (ranks with node, local rank and data/pipeline coordinates) and its
-// timeline.
+// ringmaster describe JOB: the job, a summary of its spec, every setting
+// with its effective value and where it came from, its placement (ranks with
+// node, local rank and data/pipeline coordinates) and its timeline.
 
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "client/output.h"
 #include "client/progress.h"
 #include "client/rpc_errors.h"
+#include "common/spec.h"
 #include "grpcpp/grpcpp.h"
 
 namespace ringmaster::client {
@@ -96,6 +97,21 @@ void PrintSpec(const v1::JobSpec& spec, std::ostream& out) {
   PrintField(out, "  Restarts", absl::StrCat("at most ", spec.restart().max_restarts()));
 }
 
+// Every setting the job runs with, and where it came from: the spec, a --set,
+// or a default.
+void PrintSettings(const v1::Job& job, std::ostream& out) {
+  const bool known = job.has_submitted();
+  const std::vector<std::string> overrides(job.submitted().overrides().begin(), job.submitted().overrides().end());
+  out << "\nSettings:";
+  if (!known) out << " (where each came from was not recorded: the job predates it)";
+  out << "\n";
+  Table table({"SETTING", "VALUE", "SOURCE"});
+  for (const SpecSetting& s : SpecSettings(job.spec(), known ? &job.submitted().spec() : nullptr, overrides)) {
+    table.AddRow({s.path, s.value, std::string(SettingSourceName(s.source))});
+  }
+  table.Render(out);
+}
+
 void PrintPlacement(const v1::Placement& placement, std::ostream& out) {
   out << "\nPlacement:";
   if (placement.world_size() == 0) {
@@ -150,6 +166,7 @@ int RunDescribe(JobStub& stub, const GlobalOptions& global, const std::string& j
   }
   PrintJob(response.job(), console.clock->Now(), console.out);
   PrintSpec(response.job().spec(), console.out);
+  PrintSettings(response.job(), console.out);
   PrintPlacement(response.job().placement(), console.out);
   PrintEvents(response.events(), console.out);
   return kExitOk;

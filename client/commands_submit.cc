@@ -38,11 +38,10 @@ absl::Status InStdin(const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(kStdinName, ": ", status.message()));
 }
 
-// `submit -`: the spec on `in`, loaded as LoadJobSpecFile loads a file (parse,
-// overrides, name, defaults, validation), JSON when its first non-blank
-// character is '{', else YAML; named "stdin" unless it or a --set names it.
-absl::StatusOr<v1::JobSpec> LoadJobSpecStdin(std::istream* in, const std::vector<std::string>& overrides,
-                                             bool validate) {
+// `submit -`: the spec on `in`, read as ReadJobSpecFile reads a file (parse,
+// overrides, name; no defaults), JSON when its first non-blank character is
+// '{', else YAML; named "stdin" unless it or a --set names it.
+absl::StatusOr<v1::JobSpec> ReadJobSpecStdin(std::istream* in, const std::vector<std::string>& overrides) {
   if (in == nullptr) return absl::FailedPreconditionError("submit -: there is no standard input to read");
   std::string text;
   char buffer[1 << 16];
@@ -61,27 +60,33 @@ absl::StatusOr<v1::JobSpec> LoadJobSpecStdin(std::istream* in, const std::vector
   v1::JobSpec spec = *std::move(parsed);
   for (const std::string& assignment : overrides) RETURN_IF_ERROR(ApplyOverride(&spec, assignment));
   if (spec.name().empty()) spec.set_name(kStdinName);
-  ApplyDefaults(&spec);
-  if (validate) RETURN_IF_ERROR(InStdin(ValidateJobSpec(spec)));
   return spec;
 }
 
 }  // namespace
 
 int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& options, Console& console) {
-  const bool validate = !options.skip_local_validation;
-  absl::StatusOr<v1::JobSpec> spec = options.file == "-"
-                                         ? LoadJobSpecStdin(console.in, options.overrides, validate)
-                                         : LoadJobSpecFile(options.file, options.overrides, validate);
+  // Sent as written (the coordinator applies the defaults and keeps both, so
+  // `describe` can say where each value came from); checked here completed.
+  absl::StatusOr<v1::JobSpec> spec = options.file == "-" ? ReadJobSpecStdin(console.in, options.overrides)
+                                                         : ReadJobSpecFile(options.file, options.overrides);
   if (!spec.ok()) {
     console.err << "ringmaster: " << spec.status().message() << "\n";
     return kExitUsage;
   }
-  if (!options.skip_local_validation && !CheckFitBeforeSubmit(*spec, options.gpu, options.strict, console)) {
-    return kExitUsage;
+  if (!options.skip_local_validation) {
+    v1::JobSpec effective = *spec;
+    ApplyDefaults(&effective);
+    if (absl::Status valid = ValidateJobSpec(effective); !valid.ok()) {
+      console.err << "ringmaster: " << (options.file == "-" ? kStdinName : options.file) << ": " << valid.message()
+                  << "\n";
+      return kExitUsage;
+    }
+    if (!CheckFitBeforeSubmit(effective, options.gpu, options.strict, console)) return kExitUsage;
   }
   v1::SubmitJobRequest request;
   *request.mutable_spec() = *std::move(spec);
+  request.mutable_overrides()->Assign(options.overrides.begin(), options.overrides.end());
   request.set_request_id(options.request_id.empty() ? RandomRequestId() : options.request_id);
   v1::SubmitJobResponse response;
   grpc::ClientContext context;

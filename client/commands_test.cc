@@ -9,6 +9,7 @@
 #include "client/commands.h"
 #include "client/fake_job_service.h"
 #include "common/clock.h"
+#include "common/spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -215,6 +216,10 @@ TEST_F(CommandsTest, DescribeShowsSpecPlacementAndTimeline) {
   spec->mutable_resources()->set_device(v1::ResourceSpec::CPU);
   spec->mutable_resources()->set_cpus_per_rank(2);
   spec->mutable_restart()->set_max_restarts(2);
+  // As sent (the --set already applied), and as it runs: with the defaults.
+  *job.mutable_submitted()->mutable_spec() = *spec;
+  job.mutable_submitted()->add_overrides("resources.cpus_per_rank=2");
+  ApplyDefaults(spec);
   v1::Placement* placement = job.mutable_placement();
   placement->set_generation(2);
   placement->set_world_size(2);
@@ -265,6 +270,49 @@ TEST_F(CommandsTest, DescribeShowsSpecPlacementAndTimeline) {
             "  Resources:    1 node(s) x 2 rank(s), CPU, 2 cpu(s)/rank\n"
             "  Restarts:     at most 2\n"
             "\n"
+            "Settings:\n"
+            "SETTING                           VALUE              SOURCE\n"
+            "name                              fashion-mnist-mlp  spec\n"
+            "model.mlp.hidden_sizes            [256, 128]         spec\n"
+            "data.dataset                      SYNTHETIC          spec\n"
+            "data.path                         \"\"                 default\n"
+            "data.batch_size                   128                spec\n"
+            "data.seed                         0                  default\n"
+            "data.holdout_fraction             0                  default\n"
+            "data.synthetic_samples            65536              default\n"
+            "training.epochs                   5                  spec\n"
+            "training.eval_interval_steps      0                  default\n"
+            "training.log_interval_steps       10                 default\n"
+            "optimizer.type                    ADAMW              spec\n"
+            "optimizer.lr                      0.001              spec\n"
+            "optimizer.weight_decay            0.01               default\n"
+            "optimizer.betas                   [0.9, 0.999]       default\n"
+            "optimizer.eps                     1e-08              default\n"
+            "optimizer.grad_clip_norm          0                  default\n"
+            "lr_schedule.type                  CONSTANT           default\n"
+            "lr_schedule.warmup_steps          0                  default\n"
+            "lr_schedule.scaling_rule          NONE               default\n"
+            "precision.compute                 FP32               spec\n"
+            "parallelism.data                  2                  spec\n"
+            "parallelism.pipeline              1                  spec\n"
+            "parallelism.micro_batches         1                  default\n"
+            "parallelism.schedule              ONE_F_ONE_B        default\n"
+            "parallelism.bucket_size_mb        25                 default\n"
+            "parallelism.zero1                 false              default\n"
+            "parallelism.gradient_compression  NONE               default\n"
+            "resources.nodes                   1                  spec\n"
+            "resources.ranks_per_node          2                  spec\n"
+            "resources.device                  CPU                spec\n"
+            "resources.cpus_per_rank           2                  --set\n"
+            "resources.cuda_graphs             \"\"                 default\n"
+            "checkpoint.interval_steps         1000               default\n"
+            "checkpoint.keep                   3                  default\n"
+            "checkpoint.directory              \"\"                 default\n"
+            "restart.max_restarts              2                  spec\n"
+            "restart.progress_timeout_seconds  600                default\n"
+            "priority                          0                  default\n"
+            "seed                              0                  default\n"
+            "\n"
             "Placement: generation 2, 2 ranks on 1 node(s) x 2, data 2 x pipeline 1\n"
             "RANK  NODE  HOSTNAME  LOCAL  NODE_RANK  DATA  STAGE  GPU\n"
             "0     n-1   box       0      0          0     0      -\n"
@@ -276,6 +324,20 @@ TEST_F(CommandsTest, DescribeShowsSpecPlacementAndTimeline) {
             "2026-11-18T11:02:30Z  1    RANK_EXITED  RUNNING -> RESTARTING  rank 1 on n-1 exited with signal 9\n");
   ASSERT_EQ(calls().get.size(), 1u);
   EXPECT_TRUE(calls().get[0].include_events());
+}
+
+TEST_F(CommandsTest, DescribeSaysWhenWhereSettingsCameFromIsUnknown) {
+  v1::Job job = MakeJob("j-7", "old", v1::JOB_STATE_SUCCEEDED);
+  job.mutable_spec()->mutable_model()->mutable_mlp();
+  job.mutable_spec()->mutable_data()->set_dataset(v1::DataSpec::SYNTHETIC);
+  ApplyDefaults(job.mutable_spec());  // no Job.submitted: submitted to an older coordinator
+  *script().get.mutable_job() = job;
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-7", console_), kExitOk);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, ::testing::HasSubstr("\nSettings: (where each came from was not recorded: the job predates it)\n"
+                                        "SETTING "));
+  EXPECT_THAT(out, ::testing::ContainsRegex("\nresources.device +CUDA +-\n"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("\nmodel.mlp.hidden_sizes +\\[256, 128\\] +-\n"));
 }
 
 TEST_F(CommandsTest, NotFoundNamesTheJob) {

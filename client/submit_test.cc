@@ -106,7 +106,10 @@ TEST_F(SubmitTest, SendsTheValidatedSpecAndPrintsTheJobId) {
   const v1::SubmitJobRequest sent = calls().submit[0];
   EXPECT_EQ(sent.spec().name(), "tiny");
   EXPECT_EQ(sent.spec().optimizer().lr(), 0.01);
-  EXPECT_EQ(sent.spec().resources().nodes(), 1);  // defaults applied locally
+  // As written: the coordinator applies the defaults and keeps both, so that
+  // `describe` can say which values were the user's.
+  EXPECT_FALSE(sent.spec().resources().has_nodes());
+  EXPECT_THAT(sent.overrides(), ::testing::ElementsAre("optimizer.lr=0.01"));
   EXPECT_TRUE(absl::StartsWith(sent.request_id(), "cli-")) << sent.request_id();
   EXPECT_FALSE(sent.validate_only());
   EXPECT_TRUE(calls().watch.empty());
@@ -251,7 +254,8 @@ TEST_F(SubmitTest, DashReadsAYamlSpecFromStandardInputNamedStdin) {
   const v1::SubmitJobRequest sent = calls().submit[0];
   EXPECT_EQ(sent.spec().name(), "stdin");
   EXPECT_EQ(sent.spec().optimizer().lr(), 0.01);
-  EXPECT_EQ(sent.spec().resources().nodes(), 1);  // defaults applied locally
+  EXPECT_FALSE(sent.spec().resources().has_nodes());  // the coordinator applies the defaults
+  EXPECT_THAT(sent.overrides(), ::testing::ElementsAre("optimizer.lr=0.01"));
 }
 
 TEST_F(SubmitTest, DashReadsJsonWhenTheInputStartsWithABrace) {

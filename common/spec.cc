@@ -217,20 +217,24 @@ absl::Status ApplyOverride(v1::JobSpec* spec, std::string_view std_assignment) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides,
-                                            bool validate) {
+absl::StatusOr<v1::JobSpec> ReadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides) {
   ASSIGN_OR_RETURN(const SpecFormat format, SpecFormatFromPath(path));
   ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  const std::string prefix = absl::StrCat(path, ": ");
   absl::StatusOr<v1::JobSpec> parsed = ParseJobSpec(text, format);
-  if (!parsed.ok()) return WithPrefix(prefix, parsed.status());
+  if (!parsed.ok()) return WithPrefix(absl::StrCat(path, ": "), parsed.status());
   v1::JobSpec spec = *std::move(parsed);
   for (const std::string& assignment : overrides) {
     RETURN_IF_ERROR(ApplyOverride(&spec, assignment));
   }
   if (spec.name().empty()) spec.set_name(NameFromPath(path));
+  return spec;
+}
+
+absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides,
+                                            bool validate) {
+  ASSIGN_OR_RETURN(v1::JobSpec spec, ReadJobSpecFile(path, overrides));
   ApplyDefaults(&spec);
-  if (validate) RETURN_IF_ERROR(WithPrefix(prefix, ValidateJobSpec(spec)));
+  if (validate) RETURN_IF_ERROR(WithPrefix(absl::StrCat(path, ": "), ValidateJobSpec(spec)));
   return spec;
 }
 

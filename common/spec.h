@@ -51,6 +51,12 @@ absl::StatusOr<v1::JobSpec> ParseJobSpec(std::string_view text, SpecFormat forma
 absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path,
                                             const std::vector<std::string>& overrides = {}, bool validate = true);
 
+// LoadJobSpecFile's first steps only: read, parse, apply `overrides`, name
+// the spec after the file if it has no name. No defaults, no validation:
+// what `submit` sends, so that the coordinator can tell a value the user
+// wrote from a default (Job.submitted).
+absl::StatusOr<v1::JobSpec> ReadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides = {});
+
 // Applies one `key.path=value` assignment (the CLI's --set):
 // - key.path: proto field names (snake_case) or their lowerCamelCase JSON
 //   names, separated by '.'; setting a member of a oneof (model.cnn.channels)
@@ -81,6 +87,33 @@ void ApplyDefaults(v1::JobSpec* spec);
 // it may be called on a spec with or without defaults applied. Does not
 // check the file system (data.path existence) or the cluster (GPU counts).
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+
+// One setting of an effective spec (defaults applied) and where its value
+// came from.
+struct SpecSetting {
+  enum class Source {
+    kSpec,     // written in the spec (file or standard input)
+    kSet,      // written by a --set assignment
+    kDefault,  // not written: ApplyDefaults chose it (or the field's zero value)
+    kUnknown,  // the spec as submitted is not known
+  };
+  std::string path;   // proto field path: "resources.device", "model.cnn.channels", "labels.team"
+  std::string value;  // as a spec file writes it: 0.001, FP32, [32, 64], "" (empty)
+  Source source = Source::kUnknown;
+};
+
+// Every setting of `effective`, in proto field order: each scalar and list
+// field that applies (unset optional fields and absent messages, such as
+// momentum for AdamW or the loss scaler for bf16, do not), and each map
+// entry. `submitted` is the spec as sent (Job.submitted.spec; null: unknown,
+// every source is kUnknown) and `overrides` the --set assignments applied to
+// it: a field written in `submitted` is kSet when an override wrote it, else
+// kSpec; any other is kDefault.
+std::vector<SpecSetting> SpecSettings(const v1::JobSpec& effective, const v1::JobSpec* submitted,
+                                      const std::vector<std::string>& overrides);
+
+// "spec", "--set", "default", or "-" (unknown).
+std::string_view SettingSourceName(SpecSetting::Source source);
 
 // Blocks of the model (the units pipeline stages are cut between), as
 // documented in proto/model_spec.proto; counts empty repeated fields as

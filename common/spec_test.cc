@@ -3,7 +3,10 @@
 
 #include "common/spec.h"
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -355,6 +358,97 @@ TEST(Overrides, LoadJobSpecFileNamesTheJobAfterTheFile) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->name(), "fashion_mnist_mlp");
   EXPECT_DOUBLE_EQ(spec->optimizer().lr(), 0.002);
+}
+
+TEST(Overrides, ReadJobSpecFileAppliesNoDefaults) {
+  absl::StatusOr<JobSpec> spec =
+      ReadJobSpecFile("examples/fashion_mnist_mlp.yaml", {"name=", "optimizer.lr=0.002", "resources.nodes=null"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "fashion_mnist_mlp");
+  EXPECT_DOUBLE_EQ(spec->optimizer().lr(), 0.002);
+  EXPECT_FALSE(spec->resources().has_nodes());  // LoadJobSpecFile fills it
+  EXPECT_FALSE(spec->parallelism().has_micro_batches());
+}
+
+// The settings of a spec, by path: value and source.
+std::map<std::string, std::pair<std::string, std::string>> SettingsByPath(const JobSpec& effective,
+                                                                          const JobSpec* submitted,
+                                                                          const std::vector<std::string>& overrides) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (const SpecSetting& s : SpecSettings(effective, submitted, overrides)) {
+    EXPECT_TRUE(out.emplace(s.path, std::pair(s.value, std::string(SettingSourceName(s.source)))).second) << s.path;
+  }
+  return out;
+}
+
+TEST(Settings, SayWhetherTheSpecASetOrADefaultChoseEachValue) {
+  JobSpec submitted = MustParse(R"(
+name: cnn
+model: {cnn: {channels: [16, 32]}}
+data: {dataset: fashion_mnist, batch_size: 128}
+optimizer: {type: sgd, lr: 0.05}
+precision: {compute: fp16}
+labels: {team: vision}
+)");
+  const std::vector<std::string> overrides = {"optimizer.lr=0.05", "resources.device=cpu", "labels.run=7",
+                                              "not a field=1"};
+  for (const std::string& o : {overrides[0], overrides[1], overrides[2]}) ASSERT_TRUE(ApplyOverride(&submitted, o).ok());
+  JobSpec effective = submitted;
+  ApplyDefaults(&effective);
+  auto settings = SettingsByPath(effective, &submitted, overrides);
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(settings["name"], P("cnn", "spec"));
+  EXPECT_EQ(settings["model.cnn.channels"], P("[16, 32]", "spec"));
+  EXPECT_EQ(settings["model.cnn.kernel_size"], P("3", "default"));
+  EXPECT_EQ(settings["model.cnn.hidden_sizes"], P("[128]", "default"));
+  EXPECT_EQ(settings["data.dataset"], P("FASHION_MNIST", "spec"));
+  EXPECT_EQ(settings["data.batch_size"], P("128", "spec"));
+  EXPECT_EQ(settings["data.path"], P("/usr/share/datasets/fashion-mnist", "default"));
+  EXPECT_EQ(settings["training.epochs"], P("1", "default"));
+  EXPECT_EQ(settings["optimizer.type"], P("SGD", "spec"));
+  EXPECT_EQ(settings["optimizer.lr"], P("0.05", "--set"));
+  EXPECT_EQ(settings["optimizer.momentum"], P("0.9", "default"));
+  EXPECT_EQ(settings["precision.compute"], P("FP16", "spec"));
+  EXPECT_EQ(settings["precision.loss_scale.initial_scale"], P("65536", "default"));
+  EXPECT_EQ(settings["precision.loss_scale.dynamic"], P("true", "default"));
+  EXPECT_EQ(settings["resources.device"], P("CPU", "--set"));
+  EXPECT_EQ(settings["resources.nodes"], P("1", "default"));
+  EXPECT_EQ(settings["priority"], P("0", "default"));
+  EXPECT_EQ(settings["checkpoint.directory"], P("\"\"", "default"));
+  EXPECT_EQ(settings["labels.team"], P("vision", "spec"));
+  EXPECT_EQ(settings["labels.run"], P("7", "--set"));
+  // What does not apply is not a setting: another model kind or length, AdamW's
+  // options for SGD, an elastic policy nobody asked for.
+  EXPECT_EQ(settings.count("model.mlp.hidden_sizes"), 0u);
+  EXPECT_EQ(settings.count("training.steps"), 0u);
+  EXPECT_EQ(settings.count("optimizer.betas"), 0u);
+  EXPECT_EQ(settings.count("optimizer.eps"), 0u);
+  EXPECT_EQ(settings.count("restart.elastic.min_nodes"), 0u);
+  // In proto field order, the spec's own order.
+  const std::vector<SpecSetting> ordered = SpecSettings(effective, &submitted, overrides);
+  ASSERT_FALSE(ordered.empty());
+  EXPECT_EQ(ordered.front().path, "name");
+  EXPECT_EQ(ordered[1].path, "model.cnn.channels");
+}
+
+TEST(Settings, AreOfUnknownSourceWithoutTheSubmittedSpec) {
+  JobSpec effective = MustParse(kMinimal);
+  ApplyDefaults(&effective);
+  const std::vector<SpecSetting> settings = SpecSettings(effective, nullptr, {"optimizer.lr=1"});
+  ASSERT_FALSE(settings.empty());
+  for (const SpecSetting& s : settings) EXPECT_EQ(s.source, SpecSetting::Source::kUnknown) << s.path;
+  EXPECT_EQ(SettingSourceName(SpecSetting::Source::kUnknown), "-");
+}
+
+TEST(Settings, AValueChangedAfterSubmissionIsNotTheUsers) {
+  // A default that replaced what was sent (the map entry differs) is no
+  // longer the user's value.
+  JobSpec submitted = MustParse(absl::StrCat(kMinimal, "labels: {team: a}"));
+  JobSpec effective = submitted;
+  ApplyDefaults(&effective);
+  (*effective.mutable_labels())["team"] = "b";
+  auto settings = SettingsByPath(effective, &submitted, {});
+  EXPECT_EQ(settings["labels.team"], std::make_pair(std::string("b"), std::string("default")));
 }
 
 }  // namespace

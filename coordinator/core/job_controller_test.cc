@@ -26,6 +26,14 @@ TEST_F(JobControllerTest, SubmitRejectsABadSpecNamingTheField) {
   absl::StatusOr<v1::Job> long_id = controller_->Submit(MakeSpec(1, 1), {std::string(129, 'r'), "", false});
   EXPECT_EQ(long_id.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(long_id.status().message(), "request_id: must be at most 128 characters, got 129");
+  SubmitOptions many;
+  many.overrides.assign(257, "optimizer.lr=1");
+  EXPECT_EQ(controller_->Submit(MakeSpec(1, 1), many).status().message(),
+            "overrides: at most 256 --set assignments, got 257");
+  SubmitOptions long_override;
+  long_override.overrides = {"name=a", std::string(4097, 'x')};
+  EXPECT_EQ(controller_->Submit(MakeSpec(1, 1), long_override).status().message(),
+            "overrides[1]: must be at most 4096 bytes, got 4097");
   EXPECT_TRUE(store_->LoadJobs()->empty());
 }
 
@@ -38,10 +46,14 @@ TEST_F(JobControllerTest, SubmitStoresDurablyWithDefaultsBeforeReturning) {
   EXPECT_EQ(FromProtoTime(job->submit_time()), clock_.Now());
   EXPECT_EQ(job->spec().parallelism().data(), 8);       // default applied: 2 x 4 / pipeline 1
   EXPECT_EQ(job->spec().checkpoint().keep(), 3);
+  // The spec as sent is kept beside it, without the defaults.
+  EXPECT_FALSE(job->submitted().spec().checkpoint().has_keep());
+  EXPECT_EQ(job->submitted().spec().resources().nodes(), 2);
   // Already in the database, with its first event.
   std::vector<JobRecord> stored = *store_->LoadJobs();
   ASSERT_EQ(stored.size(), 1u);
   EXPECT_EQ(stored[0].job.id(), "j-1");
+  EXPECT_FALSE(stored[0].job.submitted().spec().checkpoint().has_keep());
   EXPECT_EQ(stored[0].user, "alice");
   EXPECT_EQ(Timeline("j-1"), "SUBMITTED:QUEUED");
   EXPECT_EQ(Events("j-1")[0].reason(), "submitted by alice");
@@ -55,7 +67,18 @@ TEST_F(JobControllerTest, ValidateOnlyStoresNothing) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->id(), "");
   EXPECT_EQ(job->spec().resources().cpus_per_rank(), 1);
+  EXPECT_FALSE(job->submitted().spec().resources().has_cpus_per_rank());
   EXPECT_TRUE(store_->LoadJobs()->empty());
+}
+
+TEST_F(JobControllerTest, SubmitRecordsTheSetAssignments) {
+  SubmitOptions options;
+  options.overrides = {"optimizer.lr=0.5", "labels.team=a"};
+  absl::StatusOr<v1::Job> job = controller_->Submit(MakeSpec(1, 1), options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->submitted().overrides_size(), 2);
+  EXPECT_EQ(job->submitted().overrides(1), "labels.team=a");
+  EXPECT_EQ(controller_->GetJob(job->id())->submitted().overrides(0), "optimizer.lr=0.5");
 }
 
 TEST_F(JobControllerTest, RequestIdMakesSubmitIdempotent) {

@@ -23,6 +23,23 @@ namespace ringmaster::coordinator {
 namespace {
 
 constexpr size_t kMaxRequestIdLength = 128;
+// SubmitJobRequest.overrides: how many, and how long each.
+constexpr size_t kMaxOverrides = 256;
+constexpr size_t kMaxOverrideLength = 4096;
+
+absl::Status CheckOverrides(const std::vector<std::string>& overrides) {
+  if (overrides.size() > kMaxOverrides) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("overrides: at most ", kMaxOverrides, " --set assignments, got ", overrides.size()));
+  }
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    if (overrides[i].size() > kMaxOverrideLength) {
+      return absl::InvalidArgumentError(absl::StrCat("overrides[", i, "]: must be at most ", kMaxOverrideLength,
+                                                     " bytes, got ", overrides[i].size()));
+    }
+  }
+  return absl::OkStatus();
+}
 constexpr int32_t kDefaultPageSize = 100;
 constexpr int32_t kMaxPageSize = 1000;
 
@@ -233,6 +250,10 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
     return absl::InvalidArgumentError(absl::StrCat("request_id: must be at most ", kMaxRequestIdLength,
                                                    " characters, got ", options.request_id.size()));
   }
+  RETURN_IF_ERROR(CheckOverrides(options.overrides));
+  v1::SubmittedSpec as_sent;
+  *as_sent.mutable_spec() = spec;
+  as_sent.mutable_overrides()->Assign(options.overrides.begin(), options.overrides.end());
   ApplyDefaults(&spec);
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   RETURN_IF_ERROR(CheckCheckpointRoot(spec.checkpoint().directory()));
@@ -240,6 +261,7 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
   if (options.validate_only) {
     v1::Job job;
     *job.mutable_spec() = std::move(spec);
+    *job.mutable_submitted() = std::move(as_sent);
     return job;
   }
   auto entry = std::make_shared<Entry>();
@@ -250,6 +272,7 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
   record.request_id = options.request_id;
   record.job.set_state(v1::JOB_STATE_QUEUED);
   *record.job.mutable_spec() = std::move(spec);
+  *record.job.mutable_submitted() = std::move(as_sent);
   *record.job.mutable_submit_time() = ToProtoTime(clock_->Now());
   record.job.set_message("queued");
   v1::JobEvent submitted =

@@ -66,6 +66,9 @@ struct SubmitOptions {
   std::string request_id;  // idempotency key, at most 128 characters; empty: none
   std::string user;        // recorded with the job
   bool validate_only = false;
+  // SubmitJobRequest.overrides: the --set assignments already applied to the
+  // spec, recorded with it (Job.submitted).
+  std::vector<std::string> overrides;
 };
 
 // Start a generation's ranks on one node (NodeService StartRanks).

@@ -36,6 +36,7 @@ grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* contex
   SubmitOptions options;
   options.request_id = request->request_id();
   options.validate_only = request->validate_only();
+  options.overrides.assign(request->overrides().begin(), request->overrides().end());
   options.user = CallerOf(*context).user;  // the job's owner
   absl::StatusOr<v1::Job> job = controller_->Submit(request->spec(), options);
   if (!job.ok()) return Reply(context, job.status());

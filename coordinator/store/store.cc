@@ -14,7 +14,7 @@ namespace {
 
 constexpr absl::string_view kJobColumns =
     "submit_seq, id, request_id, user, spec, state, priority, generation, restarts, "
-    "submit_time_us, start_time_us, end_time_us, reason, message";
+    "submit_time_us, start_time_us, end_time_us, reason, message, submitted";
 
 absl::StatusOr<JobRecord> ReadJobRow(const SqliteStatement& stmt) {
   JobRecord r;
@@ -35,6 +35,9 @@ absl::StatusOr<JobRecord> ReadJobRow(const SqliteStatement& stmt) {
   if (!stmt.ColumnIsNull(11)) *r.job.mutable_end_time() = FromMicros(stmt.ColumnInt(11));
   r.job.set_reason(stmt.ColumnText(12));
   r.job.set_message(stmt.ColumnText(13));
+  if (!stmt.ColumnIsNull(14) && !r.job.mutable_submitted()->ParseFromString(stmt.ColumnBlob(14))) {
+    return absl::DataLossError(absl::StrCat("store: job ", r.job.id(), ": unreadable submitted spec"));
+  }
   return r;
 }
 
@@ -92,8 +95,8 @@ absl::StatusOr<JobRecord> Store::CreateJob(const JobRecord& record, v1::JobEvent
   const v1::Job& job = record.job;
   ASSIGN_OR_RETURN(SqliteStatement insert,
                    db_.Prepare("INSERT INTO jobs (request_id, user, spec, state, priority, generation, "
-                               "restarts, submit_time_us, start_time_us, end_time_us, reason, message) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                               "restarts, submit_time_us, start_time_us, end_time_us, reason, message, submitted) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   if (record.request_id.empty()) {
     insert.BindNull(1);
   } else {
@@ -109,6 +112,11 @@ absl::StatusOr<JobRecord> Store::CreateJob(const JobRecord& record, v1::JobEvent
   BindOptionalTime(insert, 9, job.has_start_time(), job.start_time());
   BindOptionalTime(insert, 10, job.has_end_time(), job.end_time());
   insert.Bind(11, job.reason()).Bind(12, job.message());
+  if (job.has_submitted()) {
+    insert.BindBlob(13, job.submitted().SerializeAsString());
+  } else {
+    insert.BindNull(13);
+  }
   RETURN_IF_ERROR(insert.Run());
 
   JobRecord out = record;

@@ -120,6 +120,12 @@ ALTER TABLE checkpoints ADD COLUMN damage TEXT NOT NULL DEFAULT '';
 ALTER TABLE checkpoints ADD COLUMN damage_time_us INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 4: the spec as submitted, before defaults, with its --set
+// assignments (ringmaster.v1.SubmittedSpec); NULL for older jobs.
+constexpr absl::string_view kSchemaV4 = R"sql(
+ALTER TABLE jobs ADD COLUMN submitted BLOB;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& StoreMigrations() {
@@ -127,6 +133,7 @@ const std::vector<Migration>& StoreMigrations() {
       {1, "jobs, events, nodes, placements, rank assignments, checkpoints", kSchemaV1},
       {2, "indexes: rank assignments by node, jobs by state", kSchemaV2},
       {3, "checkpoints: whole_model, damage", kSchemaV3},
+      {4, "jobs: submitted spec", kSchemaV4},
   };
   return *migrations;
 }

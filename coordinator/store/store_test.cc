@@ -241,6 +241,36 @@ TEST(StoreTest, UnknownNodeIdGetsANewId) {
 
 // ---- migrations ----
 
+TEST(StoreTest, KeepsTheSubmittedSpecOlderJobsHaveNone) {
+  std::string path = NewTempDir("store") + "/rm.db";
+  {
+    // A database of schema 3, with a job from before the submitted spec.
+    absl::StatusOr<SqliteDb> raw = SqliteDb::Open(path);
+    ASSERT_TRUE(raw.ok());
+    const std::vector<Migration> three(StoreMigrations().begin(), StoreMigrations().begin() + 3);
+    ASSERT_TRUE(Migrate(&*raw, three).ok());
+    ASSERT_TRUE(raw->Exec("INSERT INTO jobs (id, user, spec, state, priority, generation, restarts, submit_time_us) "
+                          "VALUES ('j-1', '', x'', 1, 0, 0, 0, 0)")
+                    .ok());
+  }
+  std::unique_ptr<Store> store = OpenOrDie(path);
+  EXPECT_EQ(store->schema_version(), static_cast<int>(StoreMigrations().size()));
+  JobRecord r = NewJob(0, kT0);
+  r.job.mutable_submitted()->mutable_spec()->set_name("as-sent");
+  r.job.mutable_submitted()->add_overrides("optimizer.lr=0.5");
+  bool created = false;
+  ASSERT_TRUE(store->CreateJob(r, Event(v1::JOB_EVENT_KIND_SUBMITTED, v1::JOB_STATE_UNSPECIFIED,
+                                        v1::JOB_STATE_QUEUED, 0, kT0, ""),
+                               &created)
+                  .ok());
+  std::vector<JobRecord> jobs = *OpenOrDie(path)->LoadJobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_FALSE(jobs[0].job.has_submitted());
+  EXPECT_EQ(jobs[1].job.submitted().spec().name(), "as-sent");
+  ASSERT_EQ(jobs[1].job.submitted().overrides_size(), 1);
+  EXPECT_EQ(jobs[1].job.submitted().overrides(0), "optimizer.lr=0.5");
+}
+
 TEST(StoreSchemaTest, DatabaseNewerThanBinaryIsRefused) {
   std::string path = NewTempDir("schema") + "/rm.db";
   { OpenOrDie(path); }
