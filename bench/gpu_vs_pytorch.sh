@@ -4,18 +4,26 @@
 #   1. the GPU's bf16 matmul rate (PyTorch, 8192^3 on random data, median of 20);
 #   2. GPT-2 124M (bench/gpt2_124m.yaml; bench/reference/gpt2_bench.py is the same
 #      model in PyTorch with torch.compile): ours in bf16 at the largest batch of
-#      --batches that runs, then ours in fp16 with dynamic loss scaling at that
-#      batch, then PyTorch bf16 at that batch: tokens/s, and MFU with FLOPs per
-#      token 6N + 6 L C T against the measured rate and against 989 TFLOP/s;
+#      --batches that `ringmaster plan` says fits and that runs, then ours in fp16
+#      with dynamic loss scaling at that batch, then PyTorch bf16 at that batch:
+#      tokens/s (median over the steps after the first third: warm-up, and
+#      torch.compile's compilation, stay out), MFU with FLOPs per token
+#      6N + 6 L C T against the measured rate and against 989 TFLOP/s, and the
+#      plan's peak memory against the caching allocator's peak (bf16 run);
 #   3. the Fashion-MNIST CNN (examples/fashion_mnist_cnn.yaml, one GPU, 8 epochs;
 #      bench/reference/fashion_cnn.py): images/s and wall time to 0.92 test accuracy;
 #   4. the full stack on this host: a coordinator, a worker that discovers the
 #      GPU, a GPT job in fp16 submitted with the CLI; its /metrics must show the
 #      rank's throughput and loss scale.
-# Prints a table last and writes it to OUT/bench.txt (logs in OUT/bench-logs.tgz).
+# Each row is appended to OUT/bench.txt as soon as it is measured, and the logs
+# are repacked into OUT/bench-logs.tgz after each part, so a run cut off keeps
+# what it measured; the table is printed again at the end. Every part is bounded
+# by what is left of --budget (seconds, default 400); a part that would start
+# with under 15 s left is reported as not run.
 #
 # Usage: bench/gpu_vs_pytorch.sh --bin DIR --out DIR [--examples DIR] [--bench DIR]
-#          [--fashion DIR] [--python PY] [--batches "64 48 32 24 16 8"] [--steps N] [--smoke]
+#          [--fashion DIR] [--python PY] [--batches "64 48 32 24 16 8"] [--steps N]
+#          [--budget SECONDS] [--smoke]
 #   --bin       holds ringmaster-trainer, -coordinator, -worker and ringmaster
 #   --smoke     tiny models on the CPU, no torch.compile: checks this script here
 #               (//bench:gpu_vs_pytorch_smoke_test); the figures mean nothing.
@@ -23,7 +31,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin="" out="" examples="$here/../examples" benchdir="$here" fashion=/usr/share/datasets/fashion-mnist
-python=python3 batches="64 48 32 24 16 8" steps=40 smoke=0
+python=python3 batches="64 48 32 24 16 8" steps=40 smoke=0 budget=400
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -34,9 +42,10 @@ while [ $# -gt 0 ]; do
     --python) python=$2; shift 2 ;;
     --batches) batches=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
     *) echo "usage: $0 --bin DIR --out DIR [--examples DIR] [--bench DIR] [--fashion DIR] [--python PY]" \
-         "[--batches LIST] [--steps N] [--smoke]" >&2; exit 2 ;;
+         "[--batches LIST] [--steps N] [--budget SECONDS] [--smoke]" >&2; exit 2 ;;
   esac
 done
 [[ -n "$bin" && -n "$out" ]] || { echo "gpu_vs_pytorch: --bin and --out are required" >&2; exit 2; }
@@ -46,21 +55,34 @@ for b in ringmaster-trainer ringmaster-coordinator ringmaster-worker ringmaster;
 done
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 logs=$(mktemp -d /tmp/rm-bench-XXXXXX)
+save_logs() { tar -C "$logs" -czf "$out/bench-logs.tgz.new" . 2>/dev/null && mv "$out/bench-logs.tgz.new" "$out/bench-logs.tgz"; }
 cleanup_pids=()
 cleanup() {
   for p in "${cleanup_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   sleep 1
   for p in "${cleanup_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
   wait 2>/dev/null
-  tar -C "$logs" -czf "$out/bench-logs.tgz" . 2>/dev/null
+  save_logs
   rm -rf "$logs"
 }
 trap cleanup EXIT
+# limit CAP: seconds a part may take: CAP, or what is left of the budget less a
+# 5 s margin; "" (and the part is not run) when under 15 s are left.
+limit() {
+  local left=$((budget - SECONDS - 5))
+  ((left >= 10)) || return 1
+  echo $(($1 < left ? $1 : left))
+}
 
 have_torch=1
 "$python" -c 'import torch' 2>/dev/null || have_torch=0
+plan_gpu=h100
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+  *H200*) plan_gpu=h200 ;;
+  *A100*) plan_gpu=a100 ;;
+esac
 if [[ $smoke -eq 1 ]]; then
-  device=cpu compile=(--no-compile) precision_fast=fp32
+  device=cpu compile=(--no-compile) precision_fast=fp32 plan_gpu=cpu
   gpt_shape=(--set model.gpt.layers=2 --set model.gpt.width=64 --set model.gpt.heads=4 --set model.gpt.context=32
              --set model.gpt.vocab_size=256)
   ref_shape=(--layers 2 --width 64 --heads 4 --context 32 --vocab 256)
@@ -70,8 +92,12 @@ else
   gpt_shape=() ref_shape=() L=12 C=768 T=1024 cnn_limit=() ref_cnn_limit=() cnn_log=50 cnn_skip=200
 fi
 
-rows=()
-row() { rows+=("$(printf '%-44s %16s %16s %8s' "$1" "$2" "$3" "$4")"); }
+{
+  echo "ringmaster vs PyTorch, $(date -u +%Y-%m-%dT%H:%M:%SZ), $( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo cpu) | head -1)," \
+       "torch $( [[ $have_torch -eq 1 ]] && "$python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+  printf '%-44s %16s %16s %8s\n' "" "ours" "PyTorch" "ratio"
+} >"$out/bench.txt"
+row() { printf '%-44s %16s %16s %8s\n' "$1" "$2" "$3" "$4" | tee -a "$out/bench.txt"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 median_of() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else print v[int((NR + 1) / 2)] }'; }
 
@@ -94,11 +120,19 @@ fi
 echo "bf16 matmul rate: ${peak} TFLOP/s (measured), 989 TFLOP/s (datasheet)"
 
 # ---- 2. GPT-2 124M --------------------------------------------------------------
+# plan_field BATCH PRECISION FIELD: a field of `ringmaster plan -o json` for the
+# GPT-2 spec at that batch and precision on this GPU type (empty if none).
+plan_field() {
+  "$bin/ringmaster" plan "$benchdir/gpt2_124m.yaml" --gpu "$plan_gpu" -o json --set "resources.device=$device" \
+    "${gpt_shape[@]}" --set "data.batch_size=$1" --set "precision.compute=$2" 2>>"$logs/plan.err" |
+    "$python" -c "import json, sys; print(json.load(sys.stdin)['$3'])" 2>>"$logs/plan.err"
+}
 # run_ours NAME BATCH PRECISION: the trainer for $steps steps; prints tokens/s
 # (median of the progress lines after the first third of the run) or fails.
 run_ours() {
-  local name=$1 batch=$2 precision=$3 log="$logs/$1.log"
-  (cd "$logs" && timeout 600 "$bin/ringmaster-trainer" --spec "$benchdir/gpt2_124m.yaml" --device "$device" \
+  local name=$1 batch=$2 precision=$3 log="$logs/$1.log" t
+  t=$(limit 120) || { echo "out of time" >"$log"; return 1; }
+  (cd "$logs" && timeout -k 5 "$t" "$bin/ringmaster-trainer" --spec "$benchdir/gpt2_124m.yaml" --device "$device" \
      "${gpt_shape[@]}" --set "data.batch_size=$batch" --set "precision.compute=$precision" \
      --set training.log_interval_steps=1 --max-steps "$steps") >"$log" 2>&1 || return 1
   tr '\r' '\n' <"$log" | sed -n 's/^step \([0-9]*\)\/.* | \([0-9.]*\) tokens\/s.*/\1 \2/p' |
@@ -106,17 +140,22 @@ run_ours() {
 }
 params=0 batch=0 ours_bf16=0
 for b in $batches; do
+  if [[ "$(plan_field "$b" "$precision_fast" fits)" == False ]]; then
+    echo "GPT-2 ours: batch $b skipped: the plan needs $(plan_field "$b" "$precision_fast" peak_bytes) bytes on a $plan_gpu"
+    continue
+  fi
   if t=$(run_ours "ours-$precision_fast-b$b" "$b" "$precision_fast"); then batch=$b ours_bf16=$t; break; fi
-  echo "GPT-2 ours: batch $b did not run (see ours-$precision_fast-b$b.log): $(grep -m1 -i -E 'error|memory' "$logs/ours-$precision_fast-b$b.log")"
+  echo "GPT-2 ours: batch $b did not run (see ours-$precision_fast-b$b.log): $(grep -m1 -i -E 'error|memory|out of time' "$logs/ours-$precision_fast-b$b.log")"
 done
-[[ $batch -gt 0 ]] || { echo "gpu_vs_pytorch: GPT-2 did not run at any batch of: $batches" >&2; exit 1; }
+save_logs
+[[ $batch -gt 0 ]] || { row "GPT-2: did not run at any batch of: $batches" "" "" ""; exit 1; }
 params=$(sed -n 's/.*: \([0-9]*\) parameters,.*/\1/p' "$logs/ours-$precision_fast-b$batch.log" | head -1)
 ours_fp16=$(run_ours "ours-fp16-b$batch" "$batch" fp16) || ours_fp16=0
 flops_per_token=$(awk -v n="$params" -v l=$L -v c=$C -v t=$T 'BEGIN { printf "%.0f", 6 * n + 6 * l * c * t }')
 mfu() { awk -v tps="$1" -v f="$flops_per_token" -v p="$2" 'BEGIN { if (p > 0) printf "%.1f%%", 100 * tps * f / (p * 1e12); else print "n/a" }'; }
 theirs_bf16=0
-if [[ $have_torch -eq 1 ]]; then
-  PYTHONUNBUFFERED=1 timeout 900 "$python" "$benchdir/reference/gpt2_bench.py" "${ref_shape[@]}" "${compile[@]}" \
+if [[ $have_torch -eq 1 ]] && t=$(limit 200); then
+  PYTHONUNBUFFERED=1 timeout -k 5 "$t" "$python" "$benchdir/reference/gpt2_bench.py" "${ref_shape[@]}" "${compile[@]}" \
     --batch "$batch" --steps "$steps" --precision "$precision_fast" --device "$device" >"$logs/pytorch-gpt.log" 2>&1 &&
     theirs_bf16=$(sed -n 's/.* tokens_per_s=\([0-9.]*\).*/\1/p' "$logs/pytorch-gpt.log" | tail -1)
 fi
@@ -126,10 +165,19 @@ row "GPT-2 MFU vs measured ${peak} TFLOP/s" "$(mfu "$ours_bf16" "$peak")" "$(mfu
 row "GPT-2 MFU vs 989 TFLOP/s" "$(mfu "$ours_bf16" 989)" "$(mfu "$theirs_bf16" 989)" ""
 row "GPT-2 ours fp16+loss scaling, tokens/s" "$ours_fp16" "" \
   "$(awk -v a="$ours_fp16" -v b="$ours_bf16" 'BEGIN { if (a > 0 && b > 0) printf "%+.1f%%", 100 * (a / b - 1); else print "n/a" }')"
+# The plan's peak memory per rank against what the run measured (the caching
+# allocator's peak on a GPU, the host tensors' on the CPU): ratio plan/measured.
+measured_peak=$(sed -n 's/^peak_memory_bytes=\([0-9]*\)$/\1/p' "$logs/ours-$precision_fast-b$batch.log" | tail -1)
+planned_peak=$(plan_field "$batch" "$precision_fast" peak_bytes)
+mib() { awk -v b="${1:-0}" 'BEGIN { if (b > 0) printf "%.1f", b / 1048576; else print "n/a" }'; }
+row "GPT-2 peak MiB ($precision_fast): measured, plan" "$(mib "$measured_peak")" "plan $(mib "$planned_peak")" \
+  "$(ratio "${planned_peak:-0}" "${measured_peak:-0}")"
+save_logs
 
 # ---- 3. Fashion-MNIST CNN ---------------------------------------------------------
 # Wall time from the start to the end of the first evaluation at >= 0.92.
-(cd "$logs" && timeout 900 "$bin/ringmaster-trainer" --spec "$examples/fashion_mnist_cnn.yaml" --device "$device" \
+t=$(limit 120) || t=1
+(cd "$logs" && timeout -k 5 "$t" "$bin/ringmaster-trainer" --spec "$examples/fashion_mnist_cnn.yaml" --device "$device" \
    --set "data.path=$fashion" --set parallelism.data=1 --set resources.ranks_per_node=1 \
    --set checkpoint.interval_steps=0 --set training.epochs=8 --set "training.log_interval_steps=$cnn_log" "${cnn_limit[@]}" \
    2>&1 | tr '\r' '\n' | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done) >"$logs/ours-cnn.log"
@@ -139,8 +187,8 @@ ours_cnn_ips=$(sed -n 's/^[0-9.]* step \([0-9]*\)\/.* | \([0-9.]*\) samples\/s.*
 ours_cnn_t=$(awk -v s="$cnn_start" '/ eval step .* accuracy / { for (i = 1; i <= NF; i++) if ($i == "accuracy" && $(i + 1) >= 0.92) { printf "%.1f", $1 - s; exit } }' "$logs/ours-cnn.log")
 ours_cnn_acc=$(sed -n 's/.*test_accuracy=//p' "$logs/ours-cnn.log" | tail -1)
 theirs_cnn_ips=0 theirs_cnn_t="" theirs_cnn_acc=""
-if [[ $have_torch -eq 1 ]]; then
-  PYTHONUNBUFFERED=1 timeout 900 "$python" "$benchdir/reference/fashion_cnn.py" --data "$fashion" "${compile[@]}" \
+if [[ $have_torch -eq 1 ]] && t=$(limit 150); then
+  PYTHONUNBUFFERED=1 timeout -k 5 "$t" "$python" "$benchdir/reference/fashion_cnn.py" --data "$fashion" "${compile[@]}" \
     --device "$device" "${ref_cnn_limit[@]}" >"$logs/pytorch-cnn.log" 2>&1
   theirs_cnn_ips=$(sed -n 's/.* images_per_s=\([0-9.]*\).*/\1/p' "$logs/pytorch-cnn.log" | tail -1)
   theirs_cnn_t=$(sed -n 's/.* seconds_to_target=\([0-9.-]*\).*/\1/p' "$logs/pytorch-cnn.log" | tail -1)
@@ -150,8 +198,11 @@ fi
 row "CNN images/s (batch 64)" "${ours_cnn_ips:-0}" "${theirs_cnn_ips:-0}" "$(ratio "${ours_cnn_ips:-0}" "${theirs_cnn_ips:-0}")"
 row "CNN seconds to 0.92 (final accuracy)" "${ours_cnn_t:-never} (${ours_cnn_acc:-?})" \
   "${theirs_cnn_t:-never} (${theirs_cnn_acc:-?})" "$(ratio "${theirs_cnn_t:-0}" "${ours_cnn_t:-0}")"
+save_logs
 
 # ---- 4. the full stack -------------------------------------------------------------
+t=$(limit 90) || t=0
+stack_deadline=$((SECONDS + t))
 free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 state=$(mktemp -d /tmp/rm-stack-XXXXXX)
 addr=127.0.0.1:$(free_port) metrics=127.0.0.1:$(free_port)
@@ -166,7 +217,7 @@ stack="no"
 stack_precision=fp16
 [[ $smoke -eq 1 ]] && stack_precision=fp32
 job=""
-for _ in $(seq 100); do
+while ((SECONDS < stack_deadline)); do
   job=$("$bin/ringmaster" --coordinator "$addr" submit "$benchdir/gpt2_124m.yaml" --set "resources.device=$device" \
         "${gpt_shape[@]}" --set data.batch_size=8 --set "precision.compute=$stack_precision" --set training.steps=400 \
         2>>"$logs/submit.err" | grep -o 'j-[0-9]*' | head -1) && [[ -n "$job" ]] && break
@@ -174,7 +225,7 @@ for _ in $(seq 100); do
 done
 scrape=""
 if [[ -n "$job" ]]; then
-  for _ in $(seq 300); do
+  while ((SECONDS < stack_deadline)); do
     scrape=$(curl -s "http://$metrics/metrics" 2>/dev/null || "$python" -c "import urllib.request; print(urllib.request.urlopen('http://$metrics/metrics').read().decode())" 2>/dev/null)
     if grep -q -E '^ringmaster_rank_tokens_per_second\{.*\} [1-9]' <<<"$scrape" &&
        grep -q -E '^ringmaster_rank_loss_scale\{.*\} [1-9]' <<<"$scrape"; then
@@ -191,10 +242,6 @@ stack_scale=$(sed -n 's/^ringmaster_rank_loss_scale{.*} \([0-9.e+]*\)$/\1/p' <<<
 row "full stack job ${job:-(none)} in $stack_precision: /metrics" "${stack_tps:-none} tok/s" "scale ${stack_scale:-none}" "$stack"
 rm -rf "$state"
 
-{
-  echo "ringmaster vs PyTorch, $(date -u +%Y-%m-%dT%H:%M:%SZ), $( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo cpu) | head -1)," \
-       "torch $( [[ $have_torch -eq 1 ]] && "$python" -c 'import torch; print(torch.__version__)')"
-  printf '%-44s %16s %16s %8s\n' "" "ours" "PyTorch" "ratio"
-  printf '%s\n' "${rows[@]}"
-} | tee "$out/bench.txt"
+echo
+cat "$out/bench.txt"
 [[ "$stack" == yes ]] && awk -v t="$ours_bf16" 'BEGIN { exit !(t > 0) }'

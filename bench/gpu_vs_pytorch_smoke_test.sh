@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu_vs_pytorch.sh --smoke on this machine's CPU: tiny models, every
 # step of the GPU benchmark run through (our GPT-2 twin in fp32 and fp16 with
-# loss scaling, the CNN, a coordinator + worker + CLI job scraped through
-# /metrics), and the table it prints must hold our figures. PyTorch's columns
+# loss scaling, the plan's peak memory against the measured one, the CNN, a
+# coordinator + worker + CLI job scraped through /metrics), and the table it
+# prints must hold our figures. PyTorch's columns
 # are filled only where python3 has torch (not on a fresh CI machine).
 # Usage: gpu_vs_pytorch_smoke_test.sh SCRIPT TRAINER COORDINATOR WORKER CLI
 set -euo pipefail
@@ -25,6 +26,13 @@ check_positive() {
 check_positive "GPT-2 tokens/s (fp32, batch 4)"
 check_positive "GPT-2 ours fp16+loss scaling"
 check_positive "CNN images/s"
+# The plan's peak memory beside the measured one: both known, within 2x of
+# each other (//engine/plan:plan_memory_test holds the CPU examples to 15%).
+peak_row=$(grep -F "GPT-2 peak MiB" "$table") || { echo "FAIL: no peak memory row"; cat "$table"; exit 1; }
+read -r measured planned ratio < <(awk '{ print $(NF-3), $(NF-1), $NF }' <<<"$peak_row")
+awk -v m="$measured" -v p="$planned" -v r="$ratio" 'BEGIN { exit !(m > 0 && p > 0 && r >= 0.5 && r <= 2) }' ||
+  { echo "FAIL: peak memory: measured '$measured' MiB, plan '$planned' MiB, ratio '$ratio'"; cat "$table"; exit 1; }
+echo "ok: peak memory measured $measured MiB, plan $planned MiB (plan/measured $ratio)"
 grep -q -E '^full stack job j-1 in fp32: /metrics .* yes$' "$table" || { echo "FAIL: the full-stack job's /metrics"; cat "$table"; exit 1; }
 echo "ok: the full-stack job's throughput and loss scale reached /metrics"
 echo "PASS"

@@ -15,8 +15,9 @@
 //
 // Resumes from the committed checkpoint its context names (else, by hand, the
 // newest good checkpoint in DIR), shows a live progress line (rank 0),
-// evaluates on the held-out data, and for classifiers prints
-// `test_accuracy=0.XXXX` as its last line. With --nproc, it starts N ranks of
+// evaluates on the held-out data, prints rank 0's peak tensor memory
+// (`peak_memory_bytes=N`) and, for classifiers, `test_accuracy=0.XXXX` as its
+// last line (others: `test_loss=X.XXXX`). With --nproc, it starts N ranks of
 // itself (engine/train/launcher.h); a rank that fails stops the others.
 //
 // Exit status: 0 when done (or stopped), kExitUnrecoverable (common/
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -38,6 +40,7 @@
 #include "common/exit_codes.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
+#include "engine/core/tensor.h"
 #include "engine/train/agent_client.h"
 #include "engine/train/join_world.h"
 #include "engine/train/launcher.h"
@@ -217,12 +220,14 @@ int main(int argc, char** argv) {
 
   ringmaster::engine::ProgressPrinter progress(stdout, isatty(STDOUT_FILENO) != 0, config->log_interval_steps);
   ringmaster::engine::EvalReport last_eval;
+  int64_t device_peak_bytes = 0;  // the caching allocator's (CUDA); 0 on the CPU
   ringmaster::engine::TrainerOptions options;
   options.checkpoint_dir = context->checkpoint_dir();
   options.max_steps_this_run = max_steps;
   options.world = world.get();
   options.coord = {context->rank().data_rank(), context->rank().pipeline_rank()};
   options.on_step = [&](const ringmaster::engine::StepReport& r) {
+    device_peak_bytes = std::max(device_peak_bytes, r.device_memory_peak_bytes);
     if (rank0) progress.OnStep(r);
     if (agent) agent->ReportStep(r);
   };
@@ -260,6 +265,11 @@ int main(int argc, char** argv) {
     spdlog::info("rank {} finished at step {}", rank, (*trainer)->step());
     return 0;
   }
+  // This rank's peak tensor memory, what `ringmaster plan` predicts: the
+  // caching allocator's on a GPU, the host tensors' on the CPU.
+  std::printf("peak_memory_bytes=%lld\n",
+              static_cast<long long>(device_peak_bytes > 0 ? device_peak_bytes
+                                                           : ringmaster::engine::HostTensorMemoryStats().peak_bytes));
   if ((*trainer)->step() < (*trainer)->total_steps()) {
     std::printf("stopped at step %lld of %lld\n", static_cast<long long>((*trainer)->step()),
                 static_cast<long long>((*trainer)->total_steps()));

@@ -1,38 +1,76 @@
 #!/usr/bin/env bash
-# Runs every GPU test and benchmark of a pack made by scripts/gpu-pack.sh, on
-# a GPU machine that has PyTorch's CUDA libraries (nvidia-* wheels) but none of
-# Debian's: one log per item in RESULTSDIR (gtest XML for the test binaries),
-# then a summary line "N passed, N failed" (also in RESULTSDIR/summary.txt),
-# and how many of the passed ones skipped checks (no device: they say so).
-# Exit status 0 only when nothing failed. Without a GPU it stops at once,
-# saying so (exit 2).
-# With WHAT = bench it runs bench/gpu_vs_pytorch.sh from the pack instead (issue
-# #7: GPT-2 124M and the CNN, ours beside PyTorch; its table in
-# RESULTSDIR/bench.txt); WHAT = all runs both. Each fits one 10-minute call.
-# Usage: gpu-run.sh PACKDIR RESULTSDIR [tests|bench|all]
+# The GPU validation of a pack made by scripts/gpu-pack.sh, in two runs that
+# each fit one call of a lent GPU machine (issue #14: at most 7 minutes each),
+# on a machine that has PyTorch's CUDA libraries (nvidia-* wheels) but none of
+# Debian's:
+#
+#   correctness  nvidia-smi and the ldd check, then in this order: the op
+#                tests (engine/core, engine/kernels, engine/cuda, engine/gpu
+#                and the CUDA optimizer), the trainer step tests (CUDA graphs,
+#                the device loss scaler), the Fashion-MNIST CNN to 0.92, the
+#                first 20 GPT losses against the CPU; then, while time is left,
+#                the NCCL tests, the multi-GPU test and the GPU micro-benchmarks.
+#                A crash (a test killed by a signal) stops the run: what follows
+#                is listed as not run.
+#   bench        nvidia-smi and the ldd check, then bench/gpu_vs_pytorch.sh: the
+#                bf16 matmul rate, GPT-2 124M ours bf16 / ours fp16 / PyTorch
+#                compile bf16, the plan's peak memory against the allocator's,
+#                the CNN's time to 0.92 ours and PyTorch's, and a coordinator +
+#                worker + CLI job whose /metrics shows tokens/s and the loss scale.
+#
+# Every result is written to RESULTSDIR as soon as it is known, so a run cut off
+# still leaves what it did; RESULTSDIR holds at most these files (a lent
+# machine returns 8):
+#   run.log       everything printed;
+#   items.txt     one line per item as it ends (PASS, SKIP, FAIL, CRASH, NOT RUN),
+#                 then "N passed, N failed, N skipped, N not run";
+#   summary.txt   that last line alone;
+#   logs.tgz      each item's log (and gtest XML), repacked after every item;
+#   bench.txt, bench-logs.tgz   the benchmark's table and logs (bench).
+# Items get at most what is left of --budget (seconds from the start, default
+# 380: two runs and a machine start fit 15 minutes): one that would start
+# with under 10 s left is not run.
+# Exit status: 0 when nothing failed or crashed (and, for bench, the benchmark
+# succeeded); 2 at once where nvidia-smi finds no GPU, or on bad arguments.
+# Usage: gpu-run.sh PACKDIR RESULTSDIR [correctness|bench] [--budget SECONDS]
 set -uo pipefail
 
-packdir=$(cd "${1:?usage: gpu-run.sh PACKDIR RESULTSDIR}" && pwd)
-results=${2:?usage: gpu-run.sh PACKDIR RESULTSDIR}
-what=${3:-tests}
-case "$what" in tests|bench|all) ;; *) echo "gpu-run: WHAT must be tests, bench or all, got '$what'" >&2; exit 2 ;; esac
-mkdir -p "$results"
-results=$(cd "$results" && pwd)
+usage="usage: gpu-run.sh PACKDIR RESULTSDIR [correctness|bench] [--budget SECONDS]"
+packdir=${1:?$usage}
+results=${2:?$usage}
+shift 2
+what=correctness budget=380
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    correctness|bench) what=$1; shift ;;
+    --budget) budget=${2:?$usage}; shift 2 ;;
+    *) echo "gpu-run: unknown argument '$1'; $usage" >&2; exit 2 ;;
+  esac
+done
+[[ "$budget" =~ ^[0-9]+$ ]] || { echo "gpu-run: --budget must be a number of seconds, got '$budget'" >&2; exit 2; }
+packdir=$(cd "$packdir" && pwd) || exit 2
+mkdir -p "$results" && results=$(cd "$results" && pwd)
+rm -f "$results"/{run.log,items.txt,summary.txt,logs.tgz}
 exec > >(tee "$results/run.log") 2>&1
+echo "gpu-run: $what, budget ${budget}s, pack $packdir ($(head -1 "$packdir/MANIFEST" 2>/dev/null))"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >"$results/nvidia-smi.txt" 2>&1; then
   echo "gpu-run: no NVIDIA GPU here (nvidia-smi missing or failing): nothing run"
+  rm -f "$results/nvidia-smi.txt"
   exit 2
 fi
-cat "$results/nvidia-smi.txt"
+cat "$results/nvidia-smi.txt" && rm -f "$results/nvidia-smi.txt"  # kept in run.log
 
 # The pack's payload (binaries, libraries, scripts, specs, the KJV text) is
-# unpacked into a temporary folder (removed at the end); Fashion-MNIST stays
-# in PACKDIR/data.
+# unpacked into a temporary folder; Fashion-MNIST stays in PACKDIR/data. Item
+# logs collect in another, packed into logs.tgz after each item.
+work=$(mktemp -d /tmp/rm-gpu-run-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/logs"
 pack=$packdir
 if [[ -f "$packdir/payload.tar.xz" ]]; then
-  pack=$(mktemp -d /tmp/rm-gpu-run-XXXXXX)
-  trap 'rm -rf "$pack"' EXIT
+  pack=$work/pack
+  mkdir -p "$pack"
   xz -dc "$packdir/payload.tar.xz" | tar -C "$pack" -xf - || { echo "gpu-run: cannot unpack the payload"; exit 1; }
 fi
 
@@ -52,65 +90,127 @@ PY
 export LD_LIBRARY_PATH="$pack/lib${nvidia_libs:+:$nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
+passed=0 failed=0 skipped=0 not_run=0
+record() { echo "$*" | tee -a "$results/items.txt"; }
+finish() {
+  local line="$passed passed, $failed failed, $skipped skipped, $not_run not run"
+  echo "$line" >>"$results/items.txt"
+  echo "$line" | tee "$results/summary.txt"
+}
+
 # Nothing a binary needs may be missing.
 ldd_bad=0
 for b in "$pack"/bin/*; do
-  if ldd "$b" | grep -q "not found"; then
+  if ldd "$b" 2>/dev/null | grep -q "not found"; then
     echo "gpu-run: $(basename "$b"): $(ldd "$b" | grep "not found" | tr -s ' \t' ' ' | tr '\n' ';')"
     ldd_bad=1
   fi
 done
 if [[ $ldd_bad -ne 0 ]]; then
-  echo "gpu-run: shared libraries missing (see above)"
-  echo "0 passed, 1 failed" | tee "$results/summary.txt"
+  failed=1
+  record "FAIL ldd: shared libraries missing (see run.log)"
+  finish
   exit 1
 fi
 echo "ldd: every library of every binary resolves"
 
-passed=0 failed=0 skipped=0
 if [[ "$what" == bench ]]; then
+  start=$SECONDS
   "$pack/bench/gpu_vs_pytorch.sh" --bin "$pack/bin" --out "$results" --examples "$pack/examples" \
-    --bench "$pack/bench" --fashion "$packdir/data/fashion-mnist" --python "$python"
+    --bench "$pack/bench" --fashion "$packdir/data/fashion-mnist" --python "$python" \
+    --budget $((budget - SECONDS > 30 ? budget - SECONDS : 30))
+  rc=$?
+  if [[ $rc -eq 0 ]]; then
+    passed=1; record "PASS gpu_vs_pytorch ($((SECONDS - start)) s): results/bench.txt"
+  else
+    failed=1; record "FAIL gpu_vs_pytorch ($((SECONDS - start)) s, exit $rc): results/bench.txt, bench-logs.tgz"
+  fi
+  finish
+  [[ $rc -eq 0 ]]
   exit
 fi
-run_item() {  # NAME COMMAND...
-  local name=$1; shift
-  local start=$SECONDS
-  if (cd "$pack" && "$@") >"$results/$name.log" 2>&1; then
-    passed=$((passed + 1))
-    if grep -q -E '^\[  SKIPPED \]|^SKIP:' "$results/$name.log"; then
-      skipped=$((skipped + 1)); echo "PASS $name ($((SECONDS - start)) s), with SKIPPED parts: see its log"
-    else
-      echo "PASS $name ($((SECONDS - start)) s)"
-    fi
-  else
-    failed=$((failed + 1)); echo "FAIL $name ($((SECONDS - start)) s): $results/$name.log"; tail -5 "$results/$name.log"
-  fi
-}
 
-while read -r kind name; do
-  [[ "$kind" == "bin" && "$name" == *__* ]] || continue  # test binaries are PKG__NAME
-  run_item "$name" "$pack/bin/$name" --gtest_output="xml:$results/$name.xml"
-done <"$pack/MANIFEST"
-for mode in fashion gpt; do
-  data=$packdir/data/fashion-mnist
-  [[ $mode == gpt ]] && data=$pack/data/kjv.txt
-  run_item "gpu_${mode}_training" "$pack/tests/gpu_training_test.sh" "$pack/bin/ringmaster-trainer" \
-    "$pack/examples" "$mode" "$data"
-done
-# ZeRO-1 and pipeline over NCCL (skips, saying so, with fewer than 2 GPUs).
-run_item gpu_parallel "$pack/tests/gpu_parallel_test.sh" "$pack/bin/ringmaster-trainer" "$pack/bin/checkpoint-diff" \
-  "$pack/examples/fashion_mnist_mlp.yaml" "$packdir/data/fashion-mnist"
+# ---- correctness: the items, in order --------------------------------------
+# NAME KIND CAP COMMAND...: one line per item, in the order they run (fields
+# separated by tabs; the command's words by the unit separator \x1f).
+items=()
+add_item() {  # NAME CAP COMMAND...
+  local name=$1 cap=$2; shift 2
+  local IFS=$'\x1f'
+  items+=("$name"$'\t'"$cap"$'\t'"$*")
+}
+tests_of() {  # PATTERN...: the packed test binaries (PKG__NAME) matching each pattern in turn
+  local kind name p
+  for p in "$@"; do
+    while read -r kind name; do
+      # shellcheck disable=SC2053
+      [[ "$kind" == "bin" && "$name" == *__* && "$name" == $p ]] && echo "$name"
+    done <"$pack/MANIFEST"
+  done
+}
+add_tests() {  # PATTERN...
+  local t
+  for t in $(tests_of "$@"); do
+    [[ " ${added[*]} " == *" $t "* ]] && continue
+    added+=("$t")
+    add_item "$t" 150 "$pack/bin/$t" "--gtest_output=xml:$work/logs/$t.xml"
+  done
+}
+added=()
+# 1. The ops: status codes, kernels, the backend's ops, the fused optimizer.
+add_tests 'engine_core__*' 'engine_kernels__*' 'engine_cuda__*' 'engine_gpu__*' 'engine_optim__*'
+# 2. The trainer's step on the GPU: CUDA graphs, the device loss scaler.
+add_tests 'engine_train__*'
+# 3. Training: the CNN to 0.92, the first 20 GPT losses against the CPU.
+add_item gpu_fashion_training 180 "$pack/tests/gpu_training_test.sh" "$pack/bin/ringmaster-trainer" \
+  "$pack/examples" fashion "$packdir/data/fashion-mnist"
+add_item gpu_gpt_training 150 "$pack/tests/gpu_training_test.sh" "$pack/bin/ringmaster-trainer" \
+  "$pack/examples" gpt "$pack/data/kjv.txt"
+# 4. While time is left: NCCL, the multi-GPU test (skips with one GPU), the rest.
+add_tests 'engine_dist__*' '*'
+add_item gpu_parallel 150 "$pack/tests/gpu_parallel_test.sh" "$pack/bin/ringmaster-trainer" \
+  "$pack/bin/checkpoint-diff" "$pack/examples/fashion_mnist_mlp.yaml" "$packdir/data/fashion-mnist"
+# 5. The GPU micro-benchmarks (figures in their logs).
 while read -r kind label; do
   [[ "$kind" == "bench" ]] || continue
   name=$(basename "${label#*:}")
-  run_item "bench_$name" "$pack/bin/$name"
+  add_item "bench_$name" 90 "$pack/bin/$name"
 done <"$pack/MANIFEST"
 
-if [[ "$what" == all ]]; then
-  run_item bench_gpu_vs_pytorch "$pack/bench/gpu_vs_pytorch.sh" --bin "$pack/bin" --out "$results" \
-    --examples "$pack/examples" --bench "$pack/bench" --fashion "$packdir/data/fashion-mnist" --python "$python"
-fi
-echo "$passed passed, $failed failed" | tee "$results/summary.txt"
-[[ $skipped -eq 0 ]] || echo "($skipped of the passed items skipped some or all of their checks)" | tee -a "$results/summary.txt"
+stopped=""
+for item in "${items[@]}"; do
+  IFS=$'\t' read -r name cap command <<<"$item"
+  IFS=$'\x1f' read -r -a argv <<<"$command"
+  left=$((budget - SECONDS))
+  if [[ -n "$stopped" ]]; then
+    not_run=$((not_run + 1)); record "NOT RUN $name: $stopped"; continue
+  fi
+  if ((left < 10)); then
+    not_run=$((not_run + 1)); record "NOT RUN $name: out of time (${budget}s budget)"; continue
+  fi
+  limit=$((cap < left ? cap : left))
+  log=$work/logs/$name.log
+  start=$SECONDS
+  (cd "$pack" && timeout -k 5 "$limit" "${argv[@]}") >"$log" 2>&1
+  rc=$?
+  took=$((SECONDS - start))
+  if [[ $rc -eq 0 ]]; then
+    # Skipped (in whole or in part: a test binary's XML says which) is
+    # counted as skipped, never as passed.
+    if grep -q -E '^\[  SKIPPED \]|^SKIP:' "$log"; then
+      skipped=$((skipped + 1)); record "SKIP $name ($took s): $(grep -m1 -E '^SKIP:|SKIPPED' "$log")"
+    else
+      passed=$((passed + 1)); record "PASS $name ($took s)"
+    fi
+  elif [[ $rc -eq 124 ]] || [[ $rc -eq 137 && $took -ge $limit ]]; then
+    failed=$((failed + 1)); record "FAIL $name ($took s): timed out after ${limit}s"; tail -5 "$log"
+  elif [[ $rc -gt 128 ]]; then
+    failed=$((failed + 1)); record "CRASH $name ($took s): killed by signal $((rc - 128))"; tail -5 "$log"
+    stopped="stopped after the crash of $name"
+  else
+    failed=$((failed + 1)); record "FAIL $name ($took s, exit $rc)"; tail -5 "$log"
+  fi
+  tar -C "$work" -czf "$results/logs.tgz.new" logs && mv "$results/logs.tgz.new" "$results/logs.tgz"
+done
+finish
 [[ $failed -eq 0 ]]
