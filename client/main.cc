@@ -161,7 +161,9 @@ int main(int argc, char** argv) {
   jobs_cmd->footer("Example: ringmaster jobs --state running -l team=nlp -o wide");
 
   std::string describe_job;
-  CLI::App* describe_cmd = app.add_subcommand("describe", "Show a job's spec, placement and timeline");
+  CLI::App* describe_cmd = app.add_subcommand("describe",
+                                              "Show a job: its spec, every setting with its value and source "
+                                              "(spec, --set, default), placement and timeline");
   describe_cmd->add_option("job", describe_job, "Job id")->required();
   describe_cmd->footer("Example: ringmaster describe j-42 -o yaml");
 
