@@ -431,6 +431,17 @@ labels: {team: vision}
   EXPECT_EQ(ordered[1].path, "model.cnn.channels");
 }
 
+TEST(Settings, ASetByItsJsonNameCountsAndANullLeavesTheDefault) {
+  JobSpec submitted = MustParse(kMinimal);
+  const std::vector<std::string> overrides = {"training.logIntervalSteps=5", "optimizer.lr=0.5", "optimizer.lr=null"};
+  for (const std::string& o : overrides) ASSERT_TRUE(ApplyOverride(&submitted, o).ok()) << o;
+  JobSpec effective = submitted;
+  ApplyDefaults(&effective);
+  auto settings = SettingsByPath(effective, &submitted, overrides);
+  EXPECT_EQ(settings["training.log_interval_steps"], std::make_pair(std::string("5"), std::string("--set")));
+  EXPECT_EQ(settings["optimizer.lr"], std::make_pair(std::string("0.001"), std::string("default")));
+}
+
 TEST(Settings, AreOfUnknownSourceWithoutTheSubmittedSpec) {
   JobSpec effective = MustParse(kMinimal);
   ApplyDefaults(&effective);
