@@ -12,6 +12,7 @@
 #include "common/spec_mapper.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "google/protobuf/text_format.h"
 
 namespace ringmaster {
 namespace {
@@ -22,36 +23,17 @@ using google::protobuf::Reflection;
 using spec_internal::JoinPath;
 
 // One element (index; -1: a singular field) of a scalar field, as a spec file
-// writes it.
+// writes it: numbers, true/false and enum names as protobuf's text format
+// prints them, strings unquoted ("" when empty).
 std::string ScalarText(const Message& message, const FieldDescriptor& field, int index) {
-  const Reflection& r = *message.GetReflection();
-  const bool repeated = index >= 0;
-  switch (field.cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      return absl::StrCat(repeated ? r.GetRepeatedInt32(message, &field, index) : r.GetInt32(message, &field));
-    case FieldDescriptor::CPPTYPE_INT64:
-      return absl::StrCat(repeated ? r.GetRepeatedInt64(message, &field, index) : r.GetInt64(message, &field));
-    case FieldDescriptor::CPPTYPE_UINT32:
-      return absl::StrCat(repeated ? r.GetRepeatedUInt32(message, &field, index) : r.GetUInt32(message, &field));
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return absl::StrCat(repeated ? r.GetRepeatedUInt64(message, &field, index) : r.GetUInt64(message, &field));
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-      return absl::StrCat(repeated ? r.GetRepeatedDouble(message, &field, index) : r.GetDouble(message, &field));
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      return absl::StrCat(repeated ? r.GetRepeatedFloat(message, &field, index) : r.GetFloat(message, &field));
-    case FieldDescriptor::CPPTYPE_BOOL:
-      return (repeated ? r.GetRepeatedBool(message, &field, index) : r.GetBool(message, &field)) ? "true" : "false";
-    case FieldDescriptor::CPPTYPE_ENUM:
-      return (repeated ? r.GetRepeatedEnum(message, &field, index) : r.GetEnum(message, &field))->name();
-    case FieldDescriptor::CPPTYPE_STRING: {
-      const std::string text =
-          repeated ? r.GetRepeatedString(message, &field, index) : r.GetString(message, &field);
-      return text.empty() ? "\"\"" : text;
-    }
-    case FieldDescriptor::CPPTYPE_MESSAGE:
-      break;
+  if (field.cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+    const Reflection& r = *message.GetReflection();
+    const std::string text = index >= 0 ? r.GetRepeatedString(message, &field, index) : r.GetString(message, &field);
+    return text.empty() ? "\"\"" : text;
   }
-  return "";
+  std::string text;
+  google::protobuf::TextFormat::PrintFieldValueToString(message, &field, index, &text);
+  return text;
 }
 
 std::string FieldText(const Message& message, const FieldDescriptor& field) {

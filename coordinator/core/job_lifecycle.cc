@@ -26,8 +26,16 @@ constexpr size_t kMaxRequestIdLength = 128;
 // SubmitJobRequest.overrides: how many, and how long each.
 constexpr size_t kMaxOverrides = 256;
 constexpr size_t kMaxOverrideLength = 4096;
+constexpr int32_t kDefaultPageSize = 100;
+constexpr int32_t kMaxPageSize = 1000;
 
-absl::Status CheckOverrides(const std::vector<std::string>& overrides) {
+// The request id's and the recorded --set assignments' bounds.
+absl::Status CheckSubmitOptions(const SubmitOptions& options) {
+  if (options.request_id.size() > kMaxRequestIdLength) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id: must be at most ", kMaxRequestIdLength,
+                                                   " characters, got ", options.request_id.size()));
+  }
+  const std::vector<std::string>& overrides = options.overrides;
   if (overrides.size() > kMaxOverrides) {
     return absl::InvalidArgumentError(
         absl::StrCat("overrides: at most ", kMaxOverrides, " --set assignments, got ", overrides.size()));
@@ -40,8 +48,6 @@ absl::Status CheckOverrides(const std::vector<std::string>& overrides) {
   }
   return absl::OkStatus();
 }
-constexpr int32_t kDefaultPageSize = 100;
-constexpr int32_t kMaxPageSize = 1000;
 
 }  // namespace
 
@@ -246,11 +252,7 @@ absl::Status JobLifecycle::Recover() {
 // ---- JobService ----
 
 absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptions& options) {
-  if (options.request_id.size() > kMaxRequestIdLength) {
-    return absl::InvalidArgumentError(absl::StrCat("request_id: must be at most ", kMaxRequestIdLength,
-                                                   " characters, got ", options.request_id.size()));
-  }
-  RETURN_IF_ERROR(CheckOverrides(options.overrides));
+  RETURN_IF_ERROR(CheckSubmitOptions(options));
   v1::SubmittedSpec as_sent;
   *as_sent.mutable_spec() = spec;
   as_sent.mutable_overrides()->Assign(options.overrides.begin(), options.overrides.end());
