@@ -21,4 +21,12 @@ Tensor Backend::ToHost(const Tensor& src) {
   return t;
 }
 
+void Backend::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                                  float grad_scale, const Tensor& loss, const Tensor& dlogits) {
+  Tensor count = Empty({1});
+  CountTargets(targets, ignore_index, count);
+  Fill(loss, 0.0f);
+  SoftmaxCrossEntropyChunk(logits, logits.dim(-1), targets, ignore_index, count, grad_scale, loss, &dlogits);
+}
+
 }  // namespace ringmaster::engine

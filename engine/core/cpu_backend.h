@@ -99,8 +99,10 @@ class CpuBackend final : public Backend {
   void AttentionBackward(const Tensor& qkv, const Tensor& saved, const Tensor& out, const Tensor& dout,
                          int64_t n_head, const Tensor& dqkv) override;
 
-  void SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index, float grad_scale,
-                           const Tensor& loss, const Tensor& dlogits) override;
+  void CountTargets(const Tensor& targets, int32_t ignore_index, const Tensor& count) override;
+  void SoftmaxCrossEntropyChunk(const Tensor& logits, int64_t v, const Tensor& targets, int32_t ignore_index,
+                                const Tensor& count, float grad_scale, const Tensor& loss,
+                                const Tensor* dlogits) override;
 
  private:
   // A rounded copy of x when the compute dtype is not f32, else x itself.

@@ -1,5 +1,6 @@
 // CpuBackend: token + position embedding, and fused softmax cross-entropy.
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -63,50 +64,63 @@ void CpuBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& dout, con
   });
 }
 
-void CpuBackend::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                                     float grad_scale, const Tensor& loss, const Tensor& dlogits) {
+void CpuBackend::CountTargets(const Tensor& targets, int32_t ignore_index, const Tensor& count) {
+  ENGINE_CHECK(targets.dtype() == DType::kI32, "targets must be i32");
+  CheckF32(count, "count");
+  ENGINE_CHECK(count.numel() == 1, "count must have one element");
+  int64_t n = 0;
+  for (int64_t i = 0; i < targets.numel(); ++i) n += targets.i32()[i] != ignore_index;
+  count.f32()[0] = static_cast<float>(n);
+}
+
+void CpuBackend::SoftmaxCrossEntropyChunk(const Tensor& logits, int64_t v, const Tensor& targets,
+                                          int32_t ignore_index, const Tensor& count, float grad_scale,
+                                          const Tensor& loss, const Tensor* dlogits) {
   CheckF32(logits, "logits");
   CheckF32(loss, "loss");
-  CheckF32(dlogits, "dlogits");
+  CheckF32(count, "count");
   ENGINE_CHECK(targets.dtype() == DType::kI32, "targets must be i32");
-  const int64_t v = logits.dim(-1), m = logits.numel() / v;
-  ENGINE_CHECK(targets.numel() == m && dlogits.numel() == logits.numel() && loss.numel() == 1,
-               "softmax xent: logits {} targets {}", ShapeString(logits.shape()), ShapeString(targets.shape()));
-  int64_t count = 0;
+  const int64_t ld = logits.dim(-1), m = ld == 0 ? 0 : logits.numel() / ld;
+  ENGINE_CHECK(v > 0 && v <= ld && targets.numel() == m && loss.numel() == 1 && count.numel() == 1,
+               "softmax xent: logits {} with {} real columns, targets {}", ShapeString(logits.shape()), v,
+               ShapeString(targets.shape()));
+  if (dlogits != nullptr) {
+    CheckF32(*dlogits, "dlogits");
+    ENGINE_CHECK(dlogits->numel() == logits.numel(), "dlogits {} for logits {}", ShapeString(dlogits->shape()),
+                 ShapeString(logits.shape()));
+  }
   for (int64_t i = 0; i < m; ++i) {
     const int32_t y = targets.i32()[i];
-    if (y == ignore_index) continue;
-    ENGINE_CHECK(y >= 0 && y < v, "target {} outside [0, {})", y, v);
-    ++count;
+    ENGINE_CHECK(y == ignore_index || (y >= 0 && y < v), "target {} outside [0, {})", y, v);
   }
-  const float inv_count = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
-  const float g = grad_scale * inv_count;
+  const float counted = count.f32()[0];
+  const float g = counted > 0.0f ? grad_scale / counted : 0.0f;
   std::vector<double> row_loss(m, 0.0);
   pool_.ParallelFor(m, 4, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float* z = logits.f32() + r * v;
-      float* d = dlogits.f32() + r * v;
+      const float* z = logits.f32() + r * ld;
+      float* d = dlogits != nullptr ? dlogits->f32() + r * ld : nullptr;  // may be z itself
       const int32_t y = targets.i32()[r];
       if (y == ignore_index) {
-        for (int64_t j = 0; j < v; ++j) d[j] = 0.0f;
+        if (d != nullptr) std::fill(d, d + ld, 0.0f);
         continue;
       }
       float zmax = z[0];
       for (int64_t j = 1; j < v; ++j) zmax = std::max(zmax, z[j]);
+      const float z_target = z[y];  // before d (perhaps z) is overwritten
       double sum = 0.0;
-      for (int64_t j = 0; j < v; ++j) {
-        d[j] = std::exp(z[j] - zmax);
-        sum += d[j];
-      }
+      for (int64_t j = 0; j < v; ++j) sum += std::exp(z[j] - zmax);
+      row_loss[r] = std::log(sum) - (z_target - zmax);
+      if (d == nullptr) continue;
       const float inv_sum = static_cast<float>(1.0 / sum);
-      row_loss[r] = std::log(sum) - (z[y] - zmax);
-      for (int64_t j = 0; j < v; ++j) d[j] = g * (d[j] * inv_sum - (j == y ? 1.0f : 0.0f));
+      for (int64_t j = 0; j < v; ++j) d[j] = g * (std::exp(z[j] - zmax) * inv_sum - (j == y ? 1.0f : 0.0f));
+      std::fill(d + v, d + ld, 0.0f);
       cpu::RoundBuffer(compute_dtype_, d, v);
     }
   });
   double total = 0.0;
   for (double l : row_loss) total += l;
-  loss.f32()[0] = count > 0 ? static_cast<float>(total / count) : 0.0f;
+  if (counted > 0.0f) loss.f32()[0] += static_cast<float>(total / counted);
 }
 
 }  // namespace ringmaster::engine

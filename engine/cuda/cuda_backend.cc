@@ -37,8 +37,6 @@ class CudaRawAllocator : public RawDeviceAllocator {
   int device_;
 };
 
-kernels::FloatType AsFloatType(DType t) { return static_cast<kernels::FloatType>(t); }
-
 }  // namespace
 
 // ----------------------------------------------------------------- Impl
@@ -185,12 +183,12 @@ void CudaBackend::Axpy(float alpha, const Tensor& x, const Tensor& y) {
 }
 
 void CudaBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
-  CheckDeviceF32(a, "Add a");
-  CheckDeviceF32(b, "Add b");
-  CheckDeviceF32(out, "Add out");
+  CheckDeviceAct(a, impl_->act_dtype(), "Add a");
+  CheckDeviceAct(b, impl_->act_dtype(), "Add b");
+  CheckDeviceAct(out, impl_->act_dtype(), "Add out");
   CheckSameNumelCuda(a, b, "Add");
   CheckSameNumelCuda(a, out, "Add");
-  RM_CUDA_OP(kernels::LaunchAdd(F32(a), F32(b), F32(out), a.numel(), impl_->round(), compute_stream()));
+  RM_CUDA_OP(kernels::LaunchAdd(a.raw(), b.raw(), out.raw(), a.numel(), impl_->act(), compute_stream()));
 }
 
 void CudaBackend::Convert(const Tensor& src, const Tensor& dst) {

@@ -2,11 +2,19 @@
 #define RINGMASTER_ENGINE_CUDA_CUDA_BACKEND_H_
 
 // CudaBackend: every Backend op on one CUDA device, enqueued on one compute
-// stream. GEMMs go through cuBLASLt, convolutions and batch norm through cuDNN,
-// the rest through our kernels (engine/kernels/). Float tensors are stored as
-// f32 (the contract allows it); with compute_dtype f16/bf16, GEMM operands are
-// converted to that type and multiplied on tensor cores with fp32
-// accumulation, and op outputs are rounded to it, like the CPU backend.
+// stream. GEMMs go through cuBLASLt, convolutions and batch norm through
+// cuDNN, attention through cuDNN's fused flash attention (16-bit) or our
+// flash kernels, the rest through our kernels (engine/kernels/).
+//
+// Real mixed precision: with compute_dtype f16/bf16, activations are STORED
+// in that dtype (activation_dtype()), GEMMs and convolutions read 16-bit
+// operands (activations, and the weights' operand copies) on tensor cores
+// with fp32 accumulation, and our kernels load 16 bits, compute in fp32 and
+// store 16 bits. Parameters, their gradients (accumulated in fp32, without
+// rounding each contribution as the CPU does), optimizer state, statistics
+// and the loss stay f32. With compute_dtype f32 everything is f32 (TF32
+// GEMMs and convolutions with tf32). How close each op stays to its CPU twin
+// is stated in the GPU tests (engine/cuda/*_test.cc).
 //
 // Errors: ops are void (Backend contract). The first CUDA/cuBLAS/cuDNN failure
 // is kept, with its file:line, and every later op becomes a no-op until
@@ -43,6 +51,7 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::kCuda; }
   DType compute_dtype() const override { return config_.compute_dtype; }
+  DType activation_dtype() const override { return config_.compute_dtype; }
   const CudaBackendConfig& config() const { return config_; }
   cudaStream_t compute_stream() const;
   CachingAllocator& allocator();
@@ -116,17 +125,25 @@ class CudaBackend final : public Backend {
   void EmbeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, const Tensor& out) override;
   void EmbeddingBackward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte, const Tensor& dwpe) override;
 
-  // Head sizes up to 64: the flash kernels, saving the logsumexp [B, n_head, T];
-  // larger: cuBLASLt GEMMs around a causal softmax, saving the probabilities [B, n_head, T, T].
+  // 16-bit: cuDNN's fused flash attention (tensor cores) where it takes the
+  // shape, else our flash kernels for head sizes up to 64, both saving the
+  // logsumexp [B, n_head, T]; f32: our flash kernels (head sizes up to 64).
+  // Otherwise cuBLASLt GEMMs around a causal softmax, saving the
+  // probabilities [B, n_head, T, T] (f32).
   Shape AttentionSavedShape(int64_t B, int64_t n_head, int64_t T, int64_t head_size) const override;
   void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& saved, const Tensor& out) override;
   void AttentionBackward(const Tensor& qkv, const Tensor& saved, const Tensor& out, const Tensor& dout,
                          int64_t n_head, const Tensor& dqkv) override;
 
-  void SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index, float grad_scale,
-                           const Tensor& loss, const Tensor& dlogits) override;
+  void CountTargets(const Tensor& targets, int32_t ignore_index, const Tensor& count) override;
+  void SoftmaxCrossEntropyChunk(const Tensor& logits, int64_t v, const Tensor& targets, int32_t ignore_index,
+                                const Tensor& count, float grad_scale, const Tensor& loss,
+                                const Tensor* dlogits) override;
 
  private:
+  // Whether cuDNN's fused attention runs this shape (16-bit, an engine found).
+  bool CudnnAttention(int64_t B, int64_t n_head, int64_t T, int64_t head_size) const;
+
   struct Impl;  // handles (cuBLASLt, cuDNN), descriptor caches, the stream
   CudaBackend(const CudaBackendConfig& config, std::unique_ptr<Impl> impl);
 

@@ -22,6 +22,7 @@
 #include "engine/cuda/caching_allocator.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cudnn_descriptors.h"
+#include "engine/cuda/cudnn_sdpa.h"
 #include "engine/cuda/gemm_plan_cache.h"
 #include "engine/kernels/kernel_types.h"
 
@@ -30,26 +31,28 @@ namespace ringmaster::engine {
 
 // A row-major (batched) GEMM on raw device pointers:
 // c[i] = alpha * op(a[i]) op(b[i]) + beta * c[i] (+ bias on every row), i < batch.
+// a and b are in ab_type, c (and bias) in c_type: with a 16-bit compute dtype
+// the operands are 16-bit (activations, or the weights' operand copies) and c
+// is 16-bit (an activation) or f32 (a parameter gradient, or attention
+// scores); tensor cores multiply and accumulate in fp32 either way.
 struct GemmCall {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   float alpha = 1.0f, beta = 0.0f;
-  const float* a = nullptr;
+  DType ab_type = DType::kF32, c_type = DType::kF32;
+  const void* a = nullptr;
   int64_t lda = 0, stride_a = 0;  // lda: row length of a as stored
-  const float* b = nullptr;
+  const void* b = nullptr;
   int64_t ldb = 0, stride_b = 0;
-  float* c = nullptr;
+  void* c = nullptr;
   int64_t ldc = 0, stride_c = 0;
-  const float* bias = nullptr;  // [n] or null (batch == 1 only)
+  const void* bias = nullptr;  // [n] in c_type, or null (batch == 1 only)
   // With a bias, batch 1 and beta 0: c = gelu(product + bias) and gelu_aux
-  // [m, n] (dense) = product + bias, through cuBLASLt's
+  // [m, n] (dense, c_type) = product + bias, through cuBLASLt's
   // CUBLASLT_EPILOGUE_GELU_AUX_BIAS. n must be a multiple of 8 (the aux
   // leading dimension's rule). UNIMPLEMENTED when cuBLASLt has no algorithm
   // for it (the caller falls back to the unfused ops).
-  float* gelu_aux = nullptr;
-  // With a 16-bit compute dtype, round c to it (false: keep the fp32 product,
-  // as the CPU does for attention scores). c must be dense (ldc == n).
-  bool round_output = true;
+  void* gelu_aux = nullptr;
 };
 
 struct CudaBackend::Impl {
@@ -68,7 +71,9 @@ struct CudaBackend::Impl {
   ~Impl();
 
   uintptr_t stream_key() const { return reinterpret_cast<uintptr_t>(stream.get()); }
-  kernels::FloatType round() const { return static_cast<kernels::FloatType>(config.compute_dtype); }
+  // Activations are stored in the compute dtype (real mixed precision).
+  DType act_dtype() const { return config.compute_dtype; }
+  kernels::FloatType act() const { return static_cast<kernels::FloatType>(config.compute_dtype); }
   bool mixed() const { return config.compute_dtype != DType::kF32; }
 
   // Runs `body` (returning absl::Status) on this backend's device unless an
@@ -89,11 +94,11 @@ struct CudaBackend::Impl {
   // Scratch of `floats` f32 elements (at least one).
   absl::StatusOr<Tensor> Scratch(int64_t floats);
 
-  // Runs a GEMM in the compute dtype: f16/bf16 operands (converted into
-  // scratch) on tensor cores with fp32 accumulation, or fp32/TF32; with a
-  // 16-bit compute dtype the new part (product + bias) is rounded before
-  // beta * c is added, as on the CPU.
+  // One cuBLASLt call: 16-bit operands on tensor cores with fp32
+  // accumulation, or fp32 (TF32 with config.tf32), through the plan cache.
   absl::Status Gemm(const GemmCall& call);
+  // The cuDNN flash attention plans (cudnn_sdpa.h), per shape.
+  CudnnSdpa sdpa;
 };
 
 // The body of an op that is one CUDA call or kernel launch (cudaError_t):
@@ -108,6 +113,16 @@ struct CudaBackend::Impl {
 inline void CheckDeviceF32(const Tensor& t, const char* what) {
   ENGINE_CHECK(t.defined() && t.dtype() == DType::kF32 && t.device() == Device::kCuda,
                "{} must be an f32 CUDA tensor", what);
+}
+// An activation argument: a CUDA tensor in the activation dtype.
+inline void CheckDeviceAct(const Tensor& t, DType act, const char* what) {
+  ENGINE_CHECK(t.defined() && t.dtype() == act && t.device() == Device::kCuda,
+               "{} must be a {} CUDA tensor (an activation), got {} on {}", what, DTypeName(act),
+               t.defined() ? DTypeName(t.dtype()) : "undefined", t.defined() ? DeviceName(t.device()) : "-");
+}
+inline kernels::FloatType AsFloatType(DType t) { return static_cast<kernels::FloatType>(t); }
+inline cudaDataType_t CudaType(DType t) {
+  return t == DType::kF16 ? CUDA_R_16F : t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 inline void CheckSameNumelCuda(const Tensor& a, const Tensor& b, const char* what) {
   ENGINE_CHECK(a.numel() == b.numel(), "{}: {} vs {}", what, ShapeString(a.shape()), ShapeString(b.shape()));

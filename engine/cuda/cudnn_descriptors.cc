@@ -44,11 +44,11 @@ absl::Status NoAlgorithm(const char* what) {
 
 }  // namespace
 
-absl::StatusOr<CudnnTensorDesc> MakeTensorDesc(int64_t n, int64_t c, int64_t h, int64_t w) {
+absl::StatusOr<CudnnTensorDesc> MakeTensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type) {
   cudnnTensorDescriptor_t raw = nullptr;
   CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&raw));
   CudnnTensorDesc desc(raw);
-  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(raw, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n),
+  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(raw, CUDNN_TENSOR_NCHW, type, static_cast<int>(n),
                                                    static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)));
   return desc;
 }
@@ -59,11 +59,11 @@ absl::StatusOr<const ConvPlan*> ConvAlgoCache::Get(cudnnHandle_t handle, const C
   auto plan = std::make_unique<ConvPlan>();
   const int64_t oh = (key.h + 2 * key.ph - key.kh) / key.sh + 1;
   const int64_t ow = (key.w + 2 * key.pw - key.kw) / key.sw + 1;
-  auto x = MakeTensorDesc(key.n, key.c, key.h, key.w);
+  auto x = MakeTensorDesc(key.n, key.c, key.h, key.w, key.data);
   if (!x.ok()) return x.status();
-  auto y = MakeTensorDesc(key.n, key.o, oh, ow);
+  auto y = MakeTensorDesc(key.n, key.o, oh, ow, key.data);
   if (!y.ok()) return y.status();
-  auto bias = MakeTensorDesc(1, key.o, 1, 1);
+  auto bias = MakeTensorDesc(1, key.o, 1, 1, key.data);
   if (!bias.ok()) return bias.status();
   plan->x = std::move(*x);
   plan->y = std::move(*y);
@@ -72,7 +72,7 @@ absl::StatusOr<const ConvPlan*> ConvAlgoCache::Get(cudnnHandle_t handle, const C
   cudnnFilterDescriptor_t w = nullptr;
   CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&w));
   plan->w.reset(w);
-  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(key.o),
+  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(w, key.data, CUDNN_TENSOR_NCHW, static_cast<int>(key.o),
                                                    static_cast<int>(key.c), static_cast<int>(key.kh),
                                                    static_cast<int>(key.kw)));
   cudnnConvolutionDescriptor_t conv = nullptr;
@@ -81,7 +81,9 @@ absl::StatusOr<const ConvPlan*> ConvAlgoCache::Get(cudnnHandle_t handle, const C
   CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(conv, static_cast<int>(key.ph), static_cast<int>(key.pw),
                                                         static_cast<int>(key.sh), static_cast<int>(key.sw), 1, 1,
                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  // FMA math keeps fp32 exact (CUDNN_DEFAULT_MATH would allow TF32 on Ampere+).
+  // fp32 compute for every data type (16-bit data: cuDNN's "pseudo half"
+  // configurations); FMA math keeps fp32 exact (CUDNN_DEFAULT_MATH would
+  // allow TF32 on Ampere+).
   CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv, key.tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 
   int count = 0;

@@ -29,13 +29,17 @@ using CudnnTensorDesc = std::unique_ptr<cudnnTensorStruct, CudnnTensorDeleter>;
 using CudnnFilterDesc = std::unique_ptr<cudnnFilterStruct, CudnnFilterDeleter>;
 using CudnnConvDesc = std::unique_ptr<cudnnConvolutionStruct, CudnnConvDeleter>;
 
-// An f32 NCHW tensor descriptor.
-absl::StatusOr<CudnnTensorDesc> MakeTensorDesc(int64_t n, int64_t c, int64_t h, int64_t w);
+// An NCHW tensor descriptor (f32 unless said otherwise).
+absl::StatusOr<CudnnTensorDesc> MakeTensorDesc(int64_t n, int64_t c, int64_t h, int64_t w,
+                                               cudnnDataType_t type = CUDNN_DATA_FLOAT);
 
 struct ConvKey {
   int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw;
-  bool tensor_ops;  // TF32 tensor cores allowed
-  auto Tie() const { return std::tie(n, c, h, w, o, kh, kw, sh, sw, ph, pw, tensor_ops); }
+  bool tensor_ops;  // tensor cores allowed (TF32 for f32 data)
+  // The data type of x, w, y and the bias: f32, or the 16-bit compute dtype
+  // (activations stored in 16 bits); the convolution computes in fp32.
+  cudnnDataType_t data = CUDNN_DATA_FLOAT;
+  auto Tie() const { return std::tie(n, c, h, w, o, kh, kw, sh, sw, ph, pw, tensor_ops, data); }
   bool operator<(const ConvKey& other) const { return Tie() < other.Tie(); }
 };
 

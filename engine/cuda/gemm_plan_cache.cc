@@ -56,7 +56,7 @@ absl::StatusOr<const GemmPlan*> GemmPlanCache::Get(cublasLtHandle_t handle, cons
   if (key.bias) {
     const cublasLtEpilogue_t epilogue = key.gelu_aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
     CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue));
-    const cudaDataType_t bias_type = CUDA_R_32F;
+    const int32_t bias_type = key.c_type;  // a bias of D's type (the operand copy of a 16-bit GEMM)
     CUBLAS_RETURN_IF_ERROR(SetDesc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type));
   }
   if (key.gelu_aux) {
@@ -74,7 +74,7 @@ absl::StatusOr<const GemmPlan*> GemmPlanCache::Get(cublasLtHandle_t handle, cons
   auto b = MakeLayout(key.ab_type, key.trans_b ? key.n : key.k, key.trans_b ? key.k : key.n, key.ldb, key.batch,
                       key.stride_b);
   if (!b.ok()) return b.status();
-  auto c = MakeLayout(CUDA_R_32F, key.m, key.n, key.ldc, key.batch, key.stride_c);
+  auto c = MakeLayout(key.c_type, key.m, key.n, key.ldc, key.batch, key.stride_c);
   if (!c.ok()) return c.status();
   plan->a = std::move(*a);
   plan->b = std::move(*b);
@@ -109,10 +109,10 @@ absl::StatusOr<const GemmPlan*> GemmPlanCache::Get(cublasLtHandle_t handle, cons
   }
   if (found == 0) {
     return no_algorithm_[key] = absl::InternalError(absl::StrFormat(
-        "cuBLASLt has no algorithm for a %dx%dx%d GEMM (batch %d, A/B type %d, compute %d, alignments %d/%d/%d, "
-        "GELU epilogue %d, workspace %d bytes)",
-        key.m, key.n, key.k, key.batch, static_cast<int>(key.ab_type), static_cast<int>(key.compute), key.align_a,
-        key.align_b, key.align_c, key.gelu_aux, workspace_bytes));
+        "cuBLASLt has no algorithm for a %dx%dx%d GEMM (batch %d, A/B type %d, C/D type %d, compute %d, "
+        "alignments %d/%d/%d, GELU epilogue %d, workspace %d bytes)",
+        key.m, key.n, key.k, key.batch, static_cast<int>(key.ab_type), static_cast<int>(key.c_type),
+        static_cast<int>(key.compute), key.align_a, key.align_b, key.align_c, key.gelu_aux, workspace_bytes));
   }
   plan->algo = result.algo;
   const GemmPlan* out = plan.get();

@@ -16,13 +16,15 @@
 
 namespace ringmaster::engine {
 
-// A column-major cuBLASLt problem D[m, n] = alpha op(A) op(B) + beta C (+ bias[m]).
+// A column-major cuBLASLt problem D[m, n] = alpha op(A) op(B) + beta C (+ bias[m]),
+// fp32 scale and accumulation whatever the storage types.
 struct GemmKey {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  cudaDataType_t ab_type = CUDA_R_32F;  // C and D are always CUDA_R_32F
+  cudaDataType_t ab_type = CUDA_R_32F;
+  cudaDataType_t c_type = CUDA_R_32F;  // C and D (and the bias, the GELU aux)
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   bool bias = false;
   // CUBLASLT_EPILOGUE_GELU_AUX_BIAS (needs bias): D = gelu(product + bias) and
@@ -33,8 +35,8 @@ struct GemmKey {
   uint32_t align_a = 256, align_b = 256, align_c = 256, align_aux = 256;
 
   auto Tie() const {
-    return std::tie(trans_a, trans_b, m, n, k, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, ab_type, compute,
-                    bias, gelu_aux, aux_ld, align_a, align_b, align_c, align_aux);
+    return std::tie(trans_a, trans_b, m, n, k, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, ab_type, c_type,
+                    compute, bias, gelu_aux, aux_ld, align_a, align_b, align_c, align_aux);
   }
   bool operator<(const GemmKey& other) const { return Tie() < other.Tie(); }
 };

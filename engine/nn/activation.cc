@@ -7,7 +7,7 @@ namespace ringmaster::engine::nn {
 namespace {
 
 absl::Status CheckGradShape(absl::string_view name, const Tensor& dy, const Shape& want) {
-  if (dy.numel() != NumElements(want) || dy.dtype() != DType::kF32)
+  if (dy.numel() != NumElements(want) || dy.dtype() == DType::kI32)
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": grad ", ShapeString(dy.shape()), " for output ", ShapeString(want)));
   return absl::OkStatus();
@@ -17,7 +17,7 @@ absl::Status CheckGradShape(absl::string_view name, const Tensor& dy, const Shap
 
 absl::StatusOr<Tensor> Relu::Forward(const Tensor& x, bool training, int micro_batch) {
   RETURN_IF_ERROR(CheckInput(name_, x, -1, 0, -1));
-  Tensor y = backend_.Empty(x.shape());
+  Tensor y = backend_.EmptyActivation(x.shape());
   backend_.ReluForward(x, y);
   if (training) outputs_.Put(micro_batch, y);
   return y;
@@ -26,14 +26,14 @@ absl::StatusOr<Tensor> Relu::Forward(const Tensor& x, bool training, int micro_b
 absl::StatusOr<Tensor> Relu::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Tensor y, outputs_.Take(micro_batch, name_));
   RETURN_IF_ERROR(CheckGradShape(name_, dy, y.shape()));
-  Tensor dx = backend_.Empty(y.shape());
+  Tensor dx = backend_.EmptyActivation(y.shape());
   backend_.ReluBackward(y, dy, dx);
   return dx;
 }
 
 absl::StatusOr<Tensor> Gelu::Forward(const Tensor& x, bool training, int micro_batch) {
   RETURN_IF_ERROR(CheckInput(name_, x, -1, 0, -1));
-  Tensor y = backend_.Empty(x.shape());
+  Tensor y = backend_.EmptyActivation(x.shape());
   backend_.GeluForward(x, y);
   if (training) inputs_.Put(micro_batch, x);
   return y;
@@ -42,7 +42,7 @@ absl::StatusOr<Tensor> Gelu::Forward(const Tensor& x, bool training, int micro_b
 absl::StatusOr<Tensor> Gelu::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Tensor x, inputs_.Take(micro_batch, name_));
   RETURN_IF_ERROR(CheckGradShape(name_, dy, x.shape()));
-  Tensor dx = backend_.Empty(x.shape());
+  Tensor dx = backend_.EmptyActivation(x.shape());
   backend_.GeluBackward(x, dy, dx);
   return dx;
 }
@@ -57,7 +57,7 @@ absl::StatusOr<Tensor> Dropout::Forward(const Tensor& x, bool training, int micr
     return x;
   }
   const uint64_t key = SplitMix64(seed_ ^ SplitMix64(key_ ^ SplitMix64(calls_++)));
-  Tensor mask = backend_.Empty(x.shape()), y = backend_.Empty(x.shape());
+  Tensor mask = backend_.Empty(x.shape()), y = backend_.EmptyActivation(x.shape());
   backend_.DropoutForward(x, p_, key, mask, y);
   masks_.Put(micro_batch, mask);
   return y;
@@ -67,7 +67,7 @@ absl::StatusOr<Tensor> Dropout::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Tensor mask, masks_.Take(micro_batch, name_));
   if (!mask.defined()) return dy;
   RETURN_IF_ERROR(CheckGradShape(name_, dy, mask.shape()));
-  Tensor dx = backend_.Empty(mask.shape());
+  Tensor dx = backend_.EmptyActivation(mask.shape());
   backend_.DropoutBackward(dy, mask, dx);
   return dx;
 }

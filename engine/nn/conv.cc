@@ -9,7 +9,7 @@ namespace ringmaster::engine::nn {
 namespace {
 
 absl::Status CheckGrad(absl::string_view name, const Tensor& dy, const Shape& want) {
-  if (dy.shape() != want || dy.dtype() != DType::kF32)
+  if (dy.shape() != want || dy.dtype() == DType::kI32)
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": grad ", ShapeString(dy.shape()), " for output ", ShapeString(want)));
   return absl::OkStatus();
@@ -23,10 +23,10 @@ Conv2d::Conv2d(Backend& backend, std::string prefix, int64_t in_channels, int64_
   geometry_.kernel_h = geometry_.kernel_w = kernel;
   geometry_.stride_h = geometry_.stride_w = stride;
   geometry_.pad_h = geometry_.pad_w = padding;
-  weight_ = MakeParameter(backend, prefix_ + ".weight", {out_, in_, kernel, kernel}, true);
+  weight_ = MakeParameter(backend, prefix_ + ".weight", {out_, in_, kernel, kernel}, true, /*operand=*/true);
   InitUniformFanIn(backend, weight_, in_ * kernel * kernel, seed);
   if (has_bias_) {
-    bias_ = MakeParameter(backend, prefix_ + ".bias", {out_}, false);
+    bias_ = MakeParameter(backend, prefix_ + ".bias", {out_}, false, /*operand=*/true);
     InitUniformFanIn(backend, bias_, in_ * kernel * kernel, seed);
   }
 }
@@ -37,8 +37,8 @@ absl::StatusOr<Tensor> Conv2d::Forward(const Tensor& x, bool training, int micro
   const int64_t ow = Conv2dGeometry::OutSize(x.dim(3), geometry_.kernel_w, geometry_.stride_w, geometry_.pad_w);
   if (oh <= 0 || ow <= 0)
     return absl::InvalidArgumentError(absl::StrCat(prefix_, ": input ", ShapeString(x.shape()), " smaller than the kernel"));
-  Tensor y = backend_.Empty({x.dim(0), out_, oh, ow});
-  backend_.Conv2dForward(x, weight_.value, has_bias_ ? &bias_.value : nullptr, geometry_, y);
+  Tensor y = backend_.EmptyActivation({x.dim(0), out_, oh, ow});
+  backend_.Conv2dForward(x, weight_.operand(), has_bias_ ? &bias_.operand() : nullptr, geometry_, y);
   if (training) inputs_.Put(micro_batch, x);
   return y;
 }
@@ -48,8 +48,8 @@ absl::StatusOr<Tensor> Conv2d::Backward(const Tensor& dy, int micro_batch) {
   const int64_t oh = Conv2dGeometry::OutSize(x.dim(2), geometry_.kernel_h, geometry_.stride_h, geometry_.pad_h);
   const int64_t ow = Conv2dGeometry::OutSize(x.dim(3), geometry_.kernel_w, geometry_.stride_w, geometry_.pad_w);
   RETURN_IF_ERROR(CheckGrad(prefix_, dy, {x.dim(0), out_, oh, ow}));
-  Tensor dx = backend_.Empty(x.shape());
-  backend_.Conv2dBackward(x, weight_.value, dy, geometry_, &dx, weight_.grad, has_bias_ ? &bias_.grad : nullptr);
+  Tensor dx = backend_.EmptyActivation(x.shape());
+  backend_.Conv2dBackward(x, weight_.operand(), dy, geometry_, &dx, weight_.grad, has_bias_ ? &bias_.grad : nullptr);
   return dx;
 }
 
@@ -63,7 +63,8 @@ absl::StatusOr<Tensor> MaxPool2d::Forward(const Tensor& x, bool training, int mi
   RETURN_IF_ERROR(CheckInput(name_, x, 4, 1, -1));
   if (x.dim(2) < kernel_ || x.dim(3) < kernel_)
     return absl::InvalidArgumentError(absl::StrCat(name_, ": input ", ShapeString(x.shape()), " smaller than the window"));
-  Tensor y = backend_.Empty({x.dim(0), x.dim(1), (x.dim(2) - kernel_) / stride_ + 1, (x.dim(3) - kernel_) / stride_ + 1});
+  Tensor y = backend_.EmptyActivation(
+      {x.dim(0), x.dim(1), (x.dim(2) - kernel_) / stride_ + 1, (x.dim(3) - kernel_) / stride_ + 1});
   backend_.MaxPool2dForward(x, kernel_, stride_, y);
   if (training) inputs_.Put(micro_batch, x);
   return y;
@@ -73,7 +74,7 @@ absl::StatusOr<Tensor> MaxPool2d::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Tensor x, inputs_.Take(micro_batch, name_));
   RETURN_IF_ERROR(CheckGrad(name_, dy,
                             {x.dim(0), x.dim(1), (x.dim(2) - kernel_) / stride_ + 1, (x.dim(3) - kernel_) / stride_ + 1}));
-  Tensor dx = backend_.Empty(x.shape());
+  Tensor dx = backend_.EmptyActivation(x.shape());
   backend_.MaxPool2dBackward(x, dy, kernel_, stride_, dx);
   return dx;
 }
@@ -97,7 +98,7 @@ BatchNorm2d::BatchNorm2d(Backend& backend, std::string prefix, int64_t channels,
 
 absl::StatusOr<Tensor> BatchNorm2d::Forward(const Tensor& x, bool training, int micro_batch) {
   RETURN_IF_ERROR(CheckInput(prefix_, x, 4, 1, channels_));
-  Tensor y = backend_.Empty(x.shape());
+  Tensor y = backend_.EmptyActivation(x.shape());
   if (!training) {
     backend_.BatchNorm2dForwardEval(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, eps_, y);
     return y;
@@ -153,7 +154,7 @@ void BatchNorm2d::UpdateRunning(const Tensor& stats, int64_t chunks, const Tenso
 absl::StatusOr<Tensor> BatchNorm2d::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Cache c, caches_.Take(micro_batch, prefix_));
   RETURN_IF_ERROR(CheckGrad(prefix_, dy, c.x.shape()));
-  Tensor dx = backend_.Empty(c.x.shape());
+  Tensor dx = backend_.EmptyActivation(c.x.shape());
   const int64_t n = c.x.dim(0);
   for (int64_t k = 0, begin = 0; begin < n; ++k, begin += c.chunk) {
     const int64_t end = std::min(n, begin + c.chunk);

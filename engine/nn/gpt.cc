@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/status_macros.h"
+#include "engine/core/classifier_geometry.h"
 #include "engine/nn/init.h"
 
 namespace ringmaster::engine::nn {
@@ -28,7 +29,7 @@ absl::StatusOr<Tensor> TransformerBlock::Forward(const Tensor& x, bool training,
   ASSIGN_OR_RETURN(Tensor m, ln_2_.AddForward(x, a, training, mb, &h));
   ASSIGN_OR_RETURN(m, c_fc_.ForwardGelu(m, training, mb));
   ASSIGN_OR_RETURN(m, c_proj_.Forward(m, training, mb));
-  Tensor out = backend_.Empty(x.shape());
+  Tensor out = backend_.EmptyActivation(x.shape());
   backend_.Add(h, m, out);
   return out;
 }
@@ -37,7 +38,7 @@ absl::StatusOr<Tensor> TransformerBlock::Backward(const Tensor& dy, int mb) {
   // out = h + mlp(ln_2(h)):  dh = dy + ln_2'(mlp'(dy))
   ASSIGN_OR_RETURN(Tensor g, c_proj_.Backward(dy, mb));
   ASSIGN_OR_RETURN(g, c_fc_.BackwardGelu(g, mb));
-  Tensor dh = backend_.Empty(dy.shape());
+  Tensor dh = backend_.EmptyActivation(dy.shape());
   RETURN_IF_ERROR(ln_2_.BackwardAdd(g, mb, dy, dh));
   // h = x + attn(ln_1(x)):  dx = dh + ln_1'(attn'(dh)), accumulated into dh
   // (attn' has consumed it).
@@ -58,10 +59,10 @@ LmHead::LmHead(Backend& backend, const ModelConfig& c, Parameter* tied_weight)
       channels_(c.n_embd),
       vocab_(c.vocab_size),
       ln_f_(backend, "transformer.ln_f", c.n_embd, c.ln_eps),
-      weight_(tied_weight) {
+      weight_(tied_weight),
+      chunk_bytes_(kClassifierChunkBytes) {
   if (weight_ == nullptr) {
-    own_weight_ = MakeParameter(backend, "lm_head.weight", {c.vocab_size, c.n_embd}, true);
-    InitNormal(backend, own_weight_, 0.02, c.seed);
+    own_weight_ = MakeVocabularyTable(backend, "lm_head.weight", c.vocab_size, c.n_embd, c.seed);
     weight_ = &own_weight_;
   }
 }
@@ -69,19 +70,56 @@ LmHead::LmHead(Backend& backend, const ModelConfig& c, Parameter* tied_weight)
 absl::StatusOr<Tensor> LmHead::Forward(const Tensor& x, bool training, int mb) {
   RETURN_IF_ERROR(CheckInput("lm_head", x, 3, 2, channels_));
   ASSIGN_OR_RETURN(Tensor h, ln_f_.Forward(x, training, mb));
-  Tensor logits = backend_.Empty({x.dim(0), x.dim(1), vocab_});
-  backend_.Gemm(false, true, 1.0f, h, weight_->value, 0.0f, logits);
+  Tensor logits = backend_.EmptyActivation({x.dim(0), x.dim(1), vocab_});
+  backend_.Gemm(false, true, 1.0f, h, weight_->operand().Rows(0, vocab_), 0.0f, logits);
   if (training) inputs_.Put(mb, h);
   return logits;
 }
 
+absl::StatusOr<Tensor> LmHead::ForwardLoss(const Tensor& x, const Tensor& targets, int32_t ignore_index,
+                                           float grad_scale, bool training, int mb) {
+  RETURN_IF_ERROR(CheckInput("lm_head", x, 3, 2, channels_));
+  const int64_t rows = x.numel() / channels_;
+  if (!targets.defined() || targets.dtype() != DType::kI32 || targets.numel() != rows)
+    return absl::InvalidArgumentError(absl::StrCat("lm_head: ", targets.defined() ? targets.numel() : 0,
+                                                   " i32 targets for ", rows, " rows"));
+  ASSIGN_OR_RETURN(Tensor h, ln_f_.Forward(x, training, mb));
+  h = h.View({rows, channels_});
+  const Tensor flat_targets = targets.View({rows});
+  const Tensor& w = weight_->operand();  // [padded V, C]
+  const int64_t padded = w.dim(0);
+  Tensor count = backend_.Empty({1});
+  backend_.CountTargets(flat_targets, ignore_index, count);
+  Tensor loss = backend_.Zeros({1});
+  const int64_t chunk = ClassifierChunkRows(rows, padded, DTypeSize(backend_.activation_dtype()), chunk_bytes_);
+  Tensor buffer = backend_.EmptyActivation({chunk, padded});
+  Tensor dh = training ? backend_.EmptyActivation({rows, channels_}) : Tensor();
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t r1 = std::min(rows, r0 + chunk);
+    const Tensor logits = buffer.Rows(0, r1 - r0);
+    const Tensor hc = h.Rows(r0, r1);
+    backend_.Gemm(false, true, 1.0f, hc, w, 0.0f, logits);
+    backend_.SoftmaxCrossEntropyChunk(logits, vocab_, flat_targets.Rows(r0, r1), ignore_index, count, grad_scale,
+                                      loss, training ? &logits : nullptr);
+    if (!training) continue;
+    backend_.Gemm(false, false, 1.0f, logits, w, 0.0f, dh.Rows(r0, r1));  // dh = dlogits @ W
+    backend_.Gemm(true, false, 1.0f, logits, hc, 1.0f, weight_->grad);    // dW += dlogits^T h
+  }
+  if (training) input_grads_.Put(mb, dh.View(x.shape()));
+  return loss;
+}
+
 absl::StatusOr<Tensor> LmHead::Backward(const Tensor& dy, int mb) {
+  if (input_grads_.Has(mb)) {
+    ASSIGN_OR_RETURN(Tensor dh, input_grads_.Take(mb, "lm_head"));
+    return ln_f_.Backward(dh, mb);
+  }
   ASSIGN_OR_RETURN(Tensor h, inputs_.Take(mb, "lm_head"));
   if (dy.numel() != h.numel() / channels_ * vocab_)
     return absl::InvalidArgumentError(absl::StrCat("lm_head: grad ", ShapeString(dy.shape())));
-  backend_.Gemm(true, false, 1.0f, dy, h, 1.0f, weight_->grad);  // dW[V, C] += dy^T h
-  Tensor dh = backend_.Empty(h.shape());
-  backend_.Gemm(false, false, 1.0f, dy, weight_->value, 0.0f, dh);
+  backend_.Gemm(true, false, 1.0f, dy, h, 1.0f, weight_->grad.Rows(0, vocab_));  // dW[V, C] += dy^T h
+  Tensor dh = backend_.EmptyActivation(h.shape());
+  backend_.Gemm(false, false, 1.0f, dy, weight_->operand().Rows(0, vocab_), 0.0f, dh);
   return ln_f_.Backward(dh, mb);
 }
 

@@ -54,6 +54,23 @@ class Block {
 // A layer is a block; the two names are used interchangeably.
 using Layer = Block;
 
+// A last block that computes the model's loss itself from its input, so that
+// its logits never exist whole (the GPT's fused, chunked classifier). Its
+// plain Forward/Backward still give and take logits [..., num_classes()].
+class LossHead : public Block {
+ public:
+  // Classes the targets index (the real vocabulary, not its padding).
+  virtual int64_t num_classes() const = 0;
+  // The mean softmax cross-entropy (f32 [1]) of the logits of x against
+  // `targets` (i32, one per row of x; rows equal to ignore_index do not
+  // count), as SoftmaxCrossEntropy computes it from Forward's logits. In
+  // training it also accumulates the weight gradients (times grad_scale) and
+  // keeps the gradient of x for Backward(dy, micro_batch), which then ignores
+  // dy (pass an undefined tensor).
+  virtual absl::StatusOr<Tensor> ForwardLoss(const Tensor& x, const Tensor& targets, int32_t ignore_index,
+                                             float grad_scale, bool training, int micro_batch) = 0;
+};
+
 // Per-micro-batch forward caches of one layer.
 template <typename Cache>
 class CacheSlots {
@@ -69,6 +86,7 @@ class CacheSlots {
     slots_.erase(it);
     return c;
   }
+  bool Has(int micro_batch) const { return slots_.count(micro_batch) > 0; }
   void Clear() { slots_.clear(); }
 
  private:
@@ -76,14 +94,31 @@ class CacheSlots {
 };
 
 // A parameter with a zero gradient of the same shape on the backend's device.
-inline Parameter MakeParameter(Backend& backend, std::string name, const Shape& shape, bool decay) {
+// `operand`: the parameter is a GEMM or convolution operand, so it gets an
+// operand copy (Parameter::operand_copy) when the backend stores activations
+// in 16 bits.
+inline Parameter MakeParameter(Backend& backend, std::string name, const Shape& shape, bool decay,
+                               bool operand = false) {
   Parameter p;
   p.name = std::move(name);
   p.value = backend.Zeros(shape);
   p.grad = backend.Zeros(shape);
   p.decay = decay;
+  if (operand && backend.activation_dtype() != DType::kF32) p.operand_copy = backend.Empty(shape, backend.activation_dtype());
   return p;
 }
+
+// x (a model input: images from the loader are f32) stored as the backend
+// stores activations: in activation_dtype(), with values of the compute
+// dtype. x itself when it is that already, or integer data (tokens); else a
+// converted copy (16-bit activations) or a copy rounded to the compute dtype
+// (the CPU's f32 activations with a 16-bit compute dtype).
+Tensor AsActivation(Backend& backend, const Tensor& x);
+
+// Converts every parameter's value into its operand copy (where it has one):
+// after the values change (initialisation, a broadcast, a checkpoint, every
+// optimizer step) and before the next forward.
+void RefreshOperands(Backend& backend, const ParameterList& params);
 
 // InvalidArgument unless x has rank `rank` (or any rank if rank < 0) and
 // dimension `dim` of size `size` (dim < 0 counts from the end).

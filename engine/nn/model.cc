@@ -59,7 +59,10 @@ void Model::SetRngKey(uint64_t key) {
 
 int64_t Model::NumParameters() {
   int64_t n = 0;
-  for (Parameter* p : Parameters()) n += p->value.numel();
+  for (Parameter* p : Parameters()) {
+    const int64_t rows = p->value.rank() > 0 ? p->value.dim(0) : 1;
+    n += p->real_rows >= 0 ? p->value.numel() / std::max<int64_t>(rows, 1) * p->real_rows : p->value.numel();
+  }
   return n;
 }
 

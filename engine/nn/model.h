@@ -41,6 +41,8 @@ class Model {
   void ZeroGrad(int begin = 0, int end = -1);
   // Keys the dropout masks of the following training forwards (see Dropout).
   void SetRngKey(uint64_t key);
+  // Trainable elements, without padding rows (Parameter::real_rows): what
+  // PyTorch counts for the same model.
   int64_t NumParameters();
 
  private:

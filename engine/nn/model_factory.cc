@@ -98,12 +98,14 @@ absl::StatusOr<std::unique_ptr<Model>> BuildCnn(const ModelConfig& c, Backend& b
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, Backend& backend) {
+  absl::StatusOr<std::unique_ptr<Model>> model = absl::InvalidArgumentError("unknown model kind");
   switch (config.kind) {
-    case ModelKind::kMlp: return BuildMlp(config, backend);
-    case ModelKind::kCnn: return BuildCnn(config, backend);
-    case ModelKind::kGpt: return BuildGpt(config, backend);
+    case ModelKind::kMlp: model = BuildMlp(config, backend); break;
+    case ModelKind::kCnn: model = BuildCnn(config, backend); break;
+    case ModelKind::kGpt: model = BuildGpt(config, backend); break;
   }
-  return absl::InvalidArgumentError("unknown model kind");
+  if (model.ok()) RefreshOperands(backend, (*model)->Parameters());
+  return model;
 }
 
 }  // namespace ringmaster::engine::nn

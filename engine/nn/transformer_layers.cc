@@ -3,9 +3,21 @@
 #include <cmath>
 
 #include "common/status_macros.h"
+#include "engine/core/classifier_geometry.h"
 #include "engine/nn/init.h"
 
 namespace ringmaster::engine::nn {
+
+Parameter MakeVocabularyTable(Backend& backend, std::string name, int64_t vocab, int64_t channels, uint64_t seed) {
+  const int64_t padded = PaddedVocab(vocab);
+  Parameter p = MakeParameter(backend, std::move(name), {padded, channels}, /*decay=*/true, /*operand=*/true);
+  InitNormal(backend, p, 0.02, seed);
+  if (padded != vocab) {
+    backend.Fill(p.value.Rows(vocab, padded), 0.0f);
+    p.real_rows = vocab;
+  }
+  return p;
+}
 
 void InitGpt2Linear(Backend& backend, Linear& linear, double std, uint64_t seed) {
   InitNormal(backend, linear.weight(), std, seed);
@@ -23,7 +35,7 @@ absl::StatusOr<Tensor> LayerNorm::Forward(const Tensor& x, bool training, int mi
   RETURN_IF_ERROR(CheckInput(prefix_, x, -1, -1, channels_));
   const int64_t rows = x.numel() / channels_;
   Cache c{x, backend_.Empty({rows}), backend_.Empty({rows})};
-  Tensor y = backend_.Empty(x.shape());
+  Tensor y = backend_.EmptyActivation(x.shape());
   backend_.LayerNormForward(x, weight_.value, bias_.value, eps_, y, c.mean, c.rstd);
   if (training) caches_.Put(micro_batch, std::move(c));
   return y;
@@ -36,8 +48,8 @@ absl::StatusOr<Tensor> LayerNorm::AddForward(const Tensor& a, const Tensor& b, b
     return absl::InvalidArgumentError(
         absl::StrCat(prefix_, ": residual add of ", ShapeString(a.shape()), " and ", ShapeString(b.shape())));
   const int64_t rows = a.numel() / channels_;
-  Cache c{backend_.Empty(a.shape()), backend_.Empty({rows}), backend_.Empty({rows})};
-  Tensor y = backend_.Empty(a.shape());
+  Cache c{backend_.EmptyActivation(a.shape()), backend_.Empty({rows}), backend_.Empty({rows})};
+  Tensor y = backend_.EmptyActivation(a.shape());
   backend_.AddLayerNormForward(a, b, weight_.value, bias_.value, eps_, c.x, y, c.mean, c.rstd);
   *sum = c.x;
   if (training) caches_.Put(micro_batch, std::move(c));
@@ -53,7 +65,7 @@ absl::StatusOr<LayerNorm::Cache> LayerNorm::TakeCache(const Tensor& dy, int micr
 
 absl::StatusOr<Tensor> LayerNorm::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Cache c, TakeCache(dy, micro_batch));
-  Tensor dx = backend_.Empty(c.x.shape());
+  Tensor dx = backend_.EmptyActivation(c.x.shape());
   backend_.LayerNormBackward(c.x, dy, weight_.value, c.mean, c.rstd, dx, weight_.grad, bias_.grad);
   return dx;
 }
@@ -68,9 +80,8 @@ absl::Status LayerNorm::BackwardAdd(const Tensor& dy, int micro_batch, const Ten
 
 Embedding::Embedding(Backend& backend, int64_t vocab_size, int64_t block_size, int64_t channels, uint64_t seed)
     : backend_(backend), vocab_(vocab_size), block_size_(block_size), channels_(channels) {
-  wte_ = MakeParameter(backend, "transformer.wte.weight", {vocab_size, channels}, true);
+  wte_ = MakeVocabularyTable(backend, "transformer.wte.weight", vocab_size, channels, seed);
   wpe_ = MakeParameter(backend, "transformer.wpe.weight", {block_size, channels}, true);
-  InitNormal(backend, wte_, 0.02, seed);
   InitNormal(backend, wpe_, 0.02, seed);
 }
 
@@ -86,7 +97,7 @@ absl::StatusOr<Tensor> Embedding::Forward(const Tensor& tokens, bool training, i
         return absl::InvalidArgumentError(
             absl::StrCat("transformer.wte: token ", tokens.i32()[i], " outside [0, ", vocab_, ")"));
   }
-  Tensor out = backend_.Empty({tokens.dim(0), tokens.dim(1), channels_});
+  Tensor out = backend_.EmptyActivation({tokens.dim(0), tokens.dim(1), channels_});
   backend_.EmbeddingForward(tokens, wte_.value, wpe_.value, out);
   if (training) tokens_.Put(micro_batch, tokens);
   return out;
@@ -117,7 +128,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const Tensor& x, bool traini
   ASSIGN_OR_RETURN(Tensor qkv, c_attn_.Forward(x, training, micro_batch));
   const int64_t b = x.dim(0), t = x.dim(1);
   Tensor saved = backend_.Empty(backend_.AttentionSavedShape(b, n_head_, t, channels_ / n_head_));
-  Tensor y = backend_.Empty({b, t, channels_});
+  Tensor y = backend_.EmptyActivation({b, t, channels_});
   backend_.AttentionForward(qkv, n_head_, saved, y);
   if (training) caches_.Put(micro_batch, Cache{qkv, saved, y});
   return c_proj_.Forward(y, training, micro_batch);
@@ -126,7 +137,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const Tensor& x, bool traini
 absl::StatusOr<Tensor> CausalSelfAttention::Backward(const Tensor& dy, int micro_batch) {
   ASSIGN_OR_RETURN(Cache c, caches_.Take(micro_batch, prefix_));
   ASSIGN_OR_RETURN(Tensor dattn, c_proj_.Backward(dy, micro_batch));
-  Tensor dqkv = backend_.Empty(c.qkv.shape());
+  Tensor dqkv = backend_.EmptyActivation(c.qkv.shape());
   backend_.AttentionBackward(c.qkv, c.saved, c.out, dattn, n_head_, dqkv);
   return c_attn_.Backward(dqkv, micro_batch);
 }

@@ -4,7 +4,8 @@
 // The layers of a GPT-2-style decoder, named as nanoGPT's model.py (which
 // mirrors Hugging Face's GPT-2 names with nn.Linear [out, in] weights):
 //   LayerNorm:           "<prefix>.weight", "<prefix>.bias" [C]
-//   Embedding:           "transformer.wte.weight" [V, C], "transformer.wpe.weight" [block_size, C]
+//   Embedding:           "transformer.wte.weight" [V, C] (held as [PaddedVocab(V), C]: MakeVocabularyTable),
+//                        "transformer.wpe.weight" [block_size, C]
 //   CausalSelfAttention: "<prefix>.c_attn.{weight,bias}" [3C, C], [3C];
 //                        "<prefix>.c_proj.{weight,bias}" [C, C], [C]
 
@@ -90,6 +91,11 @@ class CausalSelfAttention final : public Block {
   Linear c_attn_, c_proj_;
   CacheSlots<Cache> caches_;
 };
+
+// A vocabulary table "name" [PaddedVocab(vocab), channels] (a GEMM operand of
+// the classifier): rows [0, vocab) N(0, 0.02^2) from `seed` (the values an
+// unpadded table would get), padding rows zero, real_rows = vocab when padded.
+Parameter MakeVocabularyTable(Backend& backend, std::string name, int64_t vocab, int64_t channels, uint64_t seed);
 
 // Re-initialises a Linear the GPT-2 way: weight N(0, std^2), bias 0.
 void InitGpt2Linear(Backend& backend, Linear& linear, double std, uint64_t seed);

@@ -210,7 +210,7 @@ absl::Status PipelineStage::Forward(int i, StepState& state) {
   if (first()) {
     const Tensor& input = state.batch->tokens.defined() ? state.batch->tokens : state.batch->images;
     const int64_t rows = input.dim(0) / state.m;
-    x = on_device(input.Rows(i * rows, (i + 1) * rows));
+    x = nn::AsActivation(backend, on_device(input.Rows(i * rows, (i + 1) * rows)));
   } else {
     auto it = state.received.find(i);
     if (it == state.received.end())
@@ -221,16 +221,16 @@ absl::Status PipelineStage::Forward(int i, StepState& state) {
   const StageRange& r = range();
   const uint64_t key = state.rng_key * static_cast<uint64_t>(state.m) + static_cast<uint64_t>(i);
   for (int b = r.begin; b < r.end; ++b) model_.block(b).SetRngKey(key);
-  ASSIGN_OR_RETURN(Tensor y, model_.Forward(x, /*training=*/true, r.begin, r.end, i));
   state.peak_in_flight = std::max(state.peak_in_flight, ++state.in_flight);
   if (!last()) {
-    state.outputs[i] = std::move(y);
+    ASSIGN_OR_RETURN(state.outputs[i], model_.Forward(x, /*training=*/true, r.begin, r.end, i));
     return absl::OkStatus();
   }
+  // The last stage's blocks and the loss (fused with the GPT's classifier).
   const Tensor& targets = state.batch->targets;
   const int64_t rows = targets.dim(0) / state.m;
-  ASSIGN_OR_RETURN(Tensor loss, loss_.Forward(y, on_device(targets.Rows(i * rows, (i + 1) * rows)),
-                                              /*training=*/true, state.grad_scale, i));
+  ASSIGN_OR_RETURN(Tensor loss, loss_.ForwardModel(model_, x, on_device(targets.Rows(i * rows, (i + 1) * rows)),
+                                                   /*training=*/true, state.grad_scale, r.begin, r.end, i));
   backend.Axpy(1.0f / static_cast<float>(state.m), loss, state.loss_sum);
   return absl::OkStatus();
 }

@@ -187,10 +187,11 @@ void FlopCountingBackend::AttentionBackward(const Tensor& qkv, const Tensor& sav
   Count(2.0 * AttentionFlops(qkv) + kNormFlopsPerElement * AttentionScores(qkv, n_head));
   inner_.AttentionBackward(qkv, saved, out, dout, n_head, dqkv);
 }
-void FlopCountingBackend::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                                              float grad_scale, const Tensor& loss, const Tensor& dlogits) {
-  Count(kLossFlopsPerElement * N(logits));
-  inner_.SoftmaxCrossEntropy(logits, targets, ignore_index, grad_scale, loss, dlogits);
+void FlopCountingBackend::SoftmaxCrossEntropyChunk(const Tensor& logits, int64_t v, const Tensor& targets,
+                                                   int32_t ignore_index, const Tensor& count, float grad_scale,
+                                                   const Tensor& loss, const Tensor* dlogits) {
+  Count(kLossFlopsPerElement * N(logits) / static_cast<double>(logits.dim(-1)) * static_cast<double>(v));
+  inner_.SoftmaxCrossEntropyChunk(logits, v, targets, ignore_index, count, grad_scale, loss, dlogits);
 }
 
 Tensor SampleInput(const nn::ModelConfig& config, int64_t batch, int64_t seq_len) {

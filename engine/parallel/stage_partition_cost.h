@@ -36,6 +36,7 @@ class FlopCountingBackend final : public Backend {
 
   Device device() const override { return inner_.device(); }
   DType compute_dtype() const override { return inner_.compute_dtype(); }
+  DType activation_dtype() const override { return inner_.activation_dtype(); }
   Tensor Empty(const Shape& shape, DType dtype = DType::kF32) override { return inner_.Empty(shape, dtype); }
   Tensor Zeros(const Shape& shape, DType dtype = DType::kF32) override { return inner_.Zeros(shape, dtype); }
   void CopyFromHost(const Tensor& host_src, const Tensor& dst) override { inner_.CopyFromHost(host_src, dst); }
@@ -90,8 +91,12 @@ class FlopCountingBackend final : public Backend {
   void AttentionForward(const Tensor& qkv, int64_t n_head, const Tensor& saved, const Tensor& out) override;
   void AttentionBackward(const Tensor& qkv, const Tensor& saved, const Tensor& out, const Tensor& dout,
                          int64_t n_head, const Tensor& dqkv) override;
-  void SoftmaxCrossEntropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index, float grad_scale,
-                           const Tensor& loss, const Tensor& dlogits) override;
+  void CountTargets(const Tensor& targets, int32_t ignore_index, const Tensor& count) override {
+    inner_.CountTargets(targets, ignore_index, count);
+  }
+  void SoftmaxCrossEntropyChunk(const Tensor& logits, int64_t v, const Tensor& targets, int32_t ignore_index,
+                                const Tensor& count, float grad_scale, const Tensor& loss,
+                                const Tensor* dlogits) override;
 
  private:
   void Count(double flops) { flops_ += flops; }

@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerConfig& co
 }
 
 absl::Status Trainer::Init() {
-  ASSIGN_OR_RETURN(backend_, CreateBackend(config_));
+  ASSIGN_OR_RETURN(backend_, options_.make_backend ? options_.make_backend(config_) : CreateBackend(config_));
   if (on_device() && distributed()) {
     if (std::string(world_->backend()) != "nccl") {
       return absl::FailedPreconditionError(absl::StrCat("training on CUDA with ", world_->size(),
@@ -45,6 +45,7 @@ absl::Status Trainer::Init() {
     ASSIGN_OR_RETURN(scaler_, optim::LossScaler::Create(config_.loss_scaler));
   }
   RETURN_IF_ERROR(SetUpParallelism());
+  RefreshWeightOperands(model_->Parameters());  // after the broadcasts of SetUpParallelism
   RETURN_IF_ERROR(InitStepScaler());
   if (on_device()) RETURN_IF_ERROR(InitDevice());
 

@@ -129,6 +129,9 @@ struct TrainerOptions {
   // no collective. Every rank must set it, or none.
   std::function<bool()> checkpoint_requested;
   int64_t control_interval_steps = 10;
+  // Tests: makes the backend instead of CreateBackend(config) (e.g. a
+  // Storage16Backend, which holds activations in 16 bits on the host).
+  std::function<absl::StatusOr<std::unique_ptr<Backend>>(const TrainerConfig&)> make_backend;
 };
 
 class Trainer {
@@ -197,6 +200,10 @@ class Trainer {
   // intervals and before evaluations).
   bool LossReadDue() const;
   absl::Status OptimizerStep(float lr, float grad_scale);
+  // The 16-bit operand copies of `params` from their values (Parameter::
+  // operand_copy): after every change of the values (Init, Resume, each
+  // optimizer step, GatherModel before an evaluation).
+  void RefreshWeightOperands(const ParameterList& params);
   // Distributed: every stage's parameters and buffers on every rank of the
   // replica (for evaluation and checkpoints).
   absl::Status GatherModel();

@@ -9,6 +9,9 @@
 // does not depend on the data x pipeline layout that wrote it. Tensors are
 // written as they are on the CPU (no copy): the write finishes before the
 // next step changes them; CUDA tensors are copied to the host first.
+// A parameter padded with rows of its own (Parameter::real_rows: the GPT's
+// vocabulary) is written with its real rows alone, and so is its optimizer
+// state: the checkpoint has PyTorch's shapes; resuming pads them again.
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -39,6 +42,24 @@ absl::StatusOr<float> StateFloat(const StateMap& state, const std::string& key, 
   return value;
 }
 
+// The parameter whose state tensor `name` ("<slot>.<parameter name>") is, or null.
+const Parameter* StateOwner(const ParameterList& params, const std::string& name) {
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos) return nullptr;
+  for (const Parameter* p : params)
+    if (name.compare(dot + 1, std::string::npos, p->name) == 0) return p;
+  return nullptr;
+}
+
+// A host copy of a padded parameter's state tensor grown back to its padded
+// shape (zero rows appended); `t` itself for any other tensor.
+Tensor Unpadded(const Parameter* p, const Tensor& t) {
+  if (p == nullptr || p->real_rows < 0 || t.rank() == 0 || t.dim(0) != p->real_rows) return t;
+  Tensor padded = Tensor::Zeros(p->value.shape(), t.dtype());
+  std::memcpy(padded.raw(), t.raw(), t.bytes());
+  return padded;
+}
+
 // OK when the saved tensor `src` can replace the live tensor `dst`.
 absl::Status CheckSameLayout(const std::string& name, const Tensor& src, const Tensor& dst, const std::string& path) {
   if (src.shape() != dst.shape() || src.dtype() != dst.dtype()) {
@@ -56,8 +77,13 @@ absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
   CheckpointContents contents;
   ASSIGN_OR_RETURN(contents.optimizer, GatherOptimizerState());
   if (rank() != 0) return std::string();
-  for (Parameter* p : model_->Parameters()) contents.model.emplace_back(p->name, HostCopy(p->value));
+  const ParameterList params = model_->Parameters();
+  for (Parameter* p : params) contents.model.emplace_back(p->name, HostCopy(RealRows(*p, p->value)));
   for (Buffer* b : model_->Buffers()) contents.model.emplace_back(b->name, HostCopy(b->value));
+  for (auto& [name, t] : contents.optimizer) {
+    const Parameter* owner = StateOwner(params, name);
+    if (owner != nullptr && owner->real_rows >= 0 && t.shape() == owner->value.shape()) t = t.Rows(0, owner->real_rows);
+  }
   optim::LossScalerState scaler = scaler_.State();
   contents.state = {
       {"job", config_.name},
@@ -100,7 +126,8 @@ absl::StatusOr<int64_t> Trainer::Resume() {
   // Check everything first, then change the live state.
   std::map<std::string, Tensor> saved(loaded.contents.model.begin(), loaded.contents.model.end());
   std::vector<std::pair<std::string, Tensor>> live;
-  for (Parameter* p : model_->Parameters()) live.emplace_back(p->name, p->value);
+  const ParameterList params = model_->Parameters();
+  for (Parameter* p : params) live.emplace_back(p->name, RealRows(*p, p->value));
   for (Buffer* b : model_->Buffers()) live.emplace_back(b->name, b->value);
   if (saved.size() != live.size()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": the checkpoint holds ", saved.size(),
@@ -130,11 +157,15 @@ absl::StatusOr<int64_t> Trainer::Resume() {
                                             "\" is outside this dataset's ", train_loader_->batches_per_epoch(),
                                             " batches per epoch"));
   }
-  RETURN_IF_ERROR(LoadOptimizerState(loaded.contents.optimizer, optimizer_step));
+  optim::NamedTensors optimizer_state;
+  for (const auto& [name, t] : loaded.contents.optimizer)
+    optimizer_state.emplace_back(name, Unpadded(StateOwner(params, name), t));
+  RETURN_IF_ERROR(LoadOptimizerState(optimizer_state, optimizer_step));
   RETURN_IF_ERROR(scaler_.LoadState(scaler));
   RETURN_IF_ERROR(step_scaler_->LoadState(scaler, optimizer_step));
   RETURN_IF_ERROR(train_loader_->Restore(loader));
   for (const auto& [name, tensor] : live) CopyIntoLive(saved[name], tensor);
+  RefreshWeightOperands(model_->Parameters());
   step_ = step;
   return step;
 }

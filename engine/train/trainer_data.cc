@@ -53,6 +53,7 @@ absl::Status Trainer::LoadData() {
 
 absl::StatusOr<EvalReport> Trainer::Evaluate() {
   RETURN_IF_ERROR(GatherModel());
+  RefreshWeightOperands(model_->Parameters());
   if (rank() != 0) {
     EvalReport none;
     none.step = step_;
@@ -77,14 +78,16 @@ absl::StatusOr<EvalReport> Trainer::Evaluate() {
     Batch batch = eval_data_->NewBatch(n);
     for (int64_t i = 0; i < n; ++i) eval_data_->Get((begin + i) * stride, i, &batch);
     ASSIGN_OR_RETURN(batch, ToBackend(batch));
-    const Tensor& input = IsLanguageModel() ? batch.tokens : batch.images;
-    ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/false));
-    ASSIGN_OR_RETURN(Tensor loss, loss_->Forward(logits, batch.targets, /*training=*/false));
-    loss_sum += static_cast<double>(HostCopy(loss).ToVector()[0]) * n;
-    if (!IsLanguageModel()) {
+    Tensor loss;
+    if (IsLanguageModel()) {  // the loss alone, through the fused classifier
+      ASSIGN_OR_RETURN(loss, loss_->ForwardModel(*model_, batch.tokens, batch.targets, /*training=*/false));
+    } else {
+      ASSIGN_OR_RETURN(Tensor logits, model_->Forward(batch.images, /*training=*/false));
+      ASSIGN_OR_RETURN(loss, loss_->Forward(logits, batch.targets, /*training=*/false));
       ASSIGN_OR_RETURN(int64_t c, nn::CountCorrect(*backend_, logits, batch.targets));
       correct += c;
     }
+    loss_sum += static_cast<double>(HostCopy(loss).ToVector()[0]) * n;
   }
   report.samples = count;
   report.loss = loss_sum / count;

@@ -36,22 +36,26 @@ optim::DeviceZerosFn Trainer::DeviceZeros() {
 }
 
 absl::StatusOr<Batch> Trainer::ToBackend(const Batch& batch) {
-  if (!on_device()) return batch;
   Batch out = batch;
-  std::vector<Tensor> host, device;
-  for (Tensor* t : {&out.images, &out.tokens, &out.targets}) {
-    if (!t->defined() || t->device() != Device::kCpu) continue;
-    host.push_back(*t);
-    *t = backend_->Empty(t->shape(), t->dtype());
-    device.push_back(*t);
+  if (on_device()) {
+    std::vector<Tensor> host, device;
+    for (Tensor* t : {&out.images, &out.tokens, &out.targets}) {
+      if (!t->defined() || t->device() != Device::kCpu) continue;
+      host.push_back(*t);
+      *t = backend_->Empty(t->shape(), t->dtype());
+      device.push_back(*t);
+    }
+    if (staging_ == nullptr) {
+      for (size_t i = 0; i < host.size(); ++i) backend_->CopyFromHost(host[i], device[i]);
+    } else {
+      RETURN_IF_ERROR(staging_->CopyTensors(host, device));
+    }
   }
-  if (staging_ == nullptr) {
-    for (size_t i = 0; i < host.size(); ++i) backend_->CopyFromHost(host[i], device[i]);
-    return out;
-  }
-  RETURN_IF_ERROR(staging_->CopyTensors(host, device));
+  out.images = nn::AsActivation(*backend_, out.images);  // f32 pixels, stored as activations are
   return out;
 }
+
+void Trainer::RefreshWeightOperands(const ParameterList& params) { nn::RefreshOperands(*backend_, params); }
 
 Tensor Trainer::HostCopy(const Tensor& t) {
   if (t.device() == Device::kCpu) return t;

@@ -67,9 +67,8 @@ absl::Status Trainer::ForwardBackward(const Batch& batch, float loss_scale, doub
     ASSIGN_OR_RETURN(Batch micro, ToBackend(m > 1 ? MicroBatch(batch, m, i) : batch));
     const Tensor& input = IsLanguageModel() ? micro.tokens : micro.images;
     model_->SetRngKey(static_cast<uint64_t>(step_) * m + i);
-    ASSIGN_OR_RETURN(Tensor logits, model_->Forward(input, /*training=*/true));
-    ASSIGN_OR_RETURN(Tensor loss, loss_->Forward(logits, micro.targets, /*training=*/true, loss_scale / m));
-    ASSIGN_OR_RETURN(Tensor dlogits, loss_->Backward());
+    ASSIGN_OR_RETURN(Tensor loss, loss_->ForwardModel(*model_, input, micro.targets, /*training=*/true, loss_scale / m));
+    ASSIGN_OR_RETURN(Tensor dlogits, loss_->Backward());  // undefined after the GPT's fused classifier
     if (dp_ != nullptr) {
       RETURN_IF_ERROR(dp_->Backward(dlogits, /*sync=*/i == m - 1).status());
     } else {
@@ -99,6 +98,7 @@ absl::Status Trainer::StepBody(const Batch& batch, StepReport& report) {
   // skipped (ZeRO-1 still gathers the unchanged values).
   const optim::OptimizerUpdate update = step_scaler_->Update();
   if (update.apply) RETURN_IF_ERROR(OptimizerStep(report.lr, update.grad_scale));
+  RefreshWeightOperands(TrainedParameters());  // once per step, the next forward's weights
   RETURN_IF_ERROR(step_scaler_->Epilogue());
   ZeroGradients();
   return absl::OkStatus();
