@@ -15,6 +15,9 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
+# Debian's /etc/bazel/bazelrc sets --sandbox_debug: linux-sandbox appends its
+# own lines ("1795785816.88: src/main/tools/linux-sandbox...") to every test.log.
+SANDBOX_DEBUG = re.compile(r"^\d+\.\d+: src/main/tools/linux-sandbox")
 STATUS = re.compile(r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED TO BUILD|FAILED|TIMEOUT|FLAKY|NO STATUS|INCOMPLETE|REMOTE FAILURE|SKIPPED)\b")
 
 
@@ -41,7 +44,8 @@ def skipped_as_a_whole(xml, counts):
     if (passed, failed, skipped) != (1, 0, 0):
         return counts
     try:
-        lines = [l for l in open(os.path.join(os.path.dirname(xml), "test.log"), errors="replace") if l.strip()]
+        lines = [l for l in open(os.path.join(os.path.dirname(xml), "test.log"), errors="replace")
+                 if l.strip() and not SANDBOX_DEBUG.match(l)]
     except OSError:
         return counts
     return (0, 0, 1) if lines and lines[-1].startswith("SKIP:") else counts

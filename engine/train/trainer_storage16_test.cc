@@ -83,7 +83,7 @@ TrainerConfig Gpt(DType dtype) {
   return c;
 }
 
-struct Run {
+struct RunResult {
   std::vector<float> losses;  // one per step trained by this run
   std::vector<double> evals;
   std::vector<std::vector<float>> weights;
@@ -91,8 +91,8 @@ struct Run {
 
 // Trains `config` on the CPU reference or on a Storage16Backend, for at most
 // `max_steps` steps of this run (< 0: to the end), checkpointing into `dir`.
-Run Train(const TrainerConfig& config, bool storage16, const std::string& dir, int64_t max_steps = -1) {
-  Run run;
+RunResult Train(const TrainerConfig& config, bool storage16, const std::string& dir, int64_t max_steps = -1) {
+  RunResult run;
   TrainerOptions options;
   options.checkpoint_dir = dir;
   options.max_steps_this_run = max_steps;
@@ -118,7 +118,7 @@ std::string FreshDir(const std::string& name) {
   return dir;
 }
 
-void ExpectSameRun(const Run& a, const Run& b) {
+void ExpectSameRun(const RunResult& a, const RunResult& b) {
   ASSERT_EQ(a.losses.size(), b.losses.size());
   for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_EQ(a.losses[i], b.losses[i]) << "step " << i + 1;
   ASSERT_EQ(a.evals.size(), b.evals.size());
@@ -128,8 +128,8 @@ void ExpectSameRun(const Run& a, const Run& b) {
 }
 
 void ExpectBitwiseLikeTheCpu(const TrainerConfig& config) {
-  const Run cpu = Train(config, false, FreshDir(config.name + "-cpu"));
-  const Run stored = Train(config, true, FreshDir(config.name + "-16"));
+  const RunResult cpu = Train(config, false, FreshDir(config.name + "-cpu"));
+  const RunResult stored = Train(config, true, FreshDir(config.name + "-16"));
   ASSERT_EQ(cpu.losses.size(), static_cast<size_t>(config.steps));
   for (float loss : cpu.losses) EXPECT_TRUE(std::isfinite(loss));
   ExpectSameRun(cpu, stored);
@@ -147,10 +147,10 @@ TEST(TrainerStorage16Test, GptFp16WithLossScaling) { ExpectBitwiseLikeTheCpu(Gpt
 TEST(TrainerStorage16Test, GptResumeRefreshesTheOperandCopies) {
   TrainerConfig config = Gpt(DType::kBF16);
   config.checkpoint_interval_steps = 4;
-  const Run straight = Train(config, false, FreshDir("storage16-resume-cpu"));
+  const RunResult straight = Train(config, false, FreshDir("storage16-resume-cpu"));
   const std::string dir = FreshDir("storage16-resume");
-  const Run first = Train(config, true, dir, 4);
-  const Run second = Train(config, true, dir);
+  const RunResult first = Train(config, true, dir, 4);
+  const RunResult second = Train(config, true, dir);
   ASSERT_EQ(first.losses.size(), 4u);
   ASSERT_EQ(second.losses.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
