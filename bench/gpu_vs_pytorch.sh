@@ -4,8 +4,11 @@
 #   1. the GPU's bf16 matmul rate (PyTorch, 8192^3 on random data, median of 20);
 #   2. GPT-2 124M (bench/gpt2_124m.yaml; bench/reference/gpt2_bench.py is the same
 #      model in PyTorch with torch.compile): ours in bf16 at the largest batch of
-#      --batches that `ringmaster plan` says fits and that runs, then ours in fp16
-#      with dynamic loss scaling at that batch, then PyTorch bf16 at that batch:
+#      --batches that `ringmaster plan` says fits and that runs (a batch that
+#      fails, for whatever reason, is written down with the reason and the next
+#      smaller one tried), then ours in fp16 with dynamic loss scaling at that
+#      batch, then PyTorch bf16 at that batch (a failure of either written down
+#      with its reason too):
 #      tokens/s (median over the steps after the first third: warm-up, and
 #      torch.compile's compilation, stay out), MFU with FLOPs per token
 #      6N + 6 L C T against the measured rate and against 989 TFLOP/s, and the
@@ -98,6 +101,17 @@ fi
   printf '%-44s %16s %16s %8s\n' "" "ours" "PyTorch" "ratio"
 } >"$out/bench.txt"
 row() { printf '%-44s %16s %16s %8s\n' "$1" "$2" "$3" "$4" | tee -a "$out/bench.txt"; }
+# note TEXT: a line of its own in the table (a run that failed or was not tried, and why).
+note() { echo "$*" | tee -a "$out/bench.txt"; }
+# failure_reason LOG RC LIMIT: why a run failed, in one line: a time-out, or
+# the last line of its log that names an error (else its last line).
+failure_reason() {
+  local log=$1 rc=$2 limit=$3 line
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "timed out after ${limit}s"; return; fi
+  line=$(tr '\r' '\n' <"$log" | grep -i -E 'out of memory|RESOURCE_EXHAUSTED|error|fail|abort|terminat|Traceback' | tail -1)
+  [[ -n "$line" ]] || line=$(tr '\r' '\n' <"$log" | grep -v '^[[:space:]]*$' | tail -1)
+  echo "exit $rc: ${line:-no output}" | cut -c1-300
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 median_of() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else print v[int((NR + 1) / 2)] }'; }
 
@@ -128,27 +142,35 @@ plan_field() {
     "$python" -c "import json, sys; print(json.load(sys.stdin)['$3'])" 2>>"$logs/plan.err"
 }
 # run_ours NAME BATCH PRECISION: the trainer for $steps steps; prints tokens/s
-# (median of the progress lines after the first third of the run) or fails.
+# (median of the progress lines after the first third of the run), or fails
+# with the reason in $logs/NAME.why.
 run_ours() {
-  local name=$1 batch=$2 precision=$3 log="$logs/$1.log" t
-  t=$(limit 120) || { echo "out of time" >"$log"; return 1; }
+  local name=$1 batch=$2 precision=$3 log="$logs/$1.log" t rc tps
+  t=$(limit 120) || { echo "out of time" >"$log"; echo "not started: out of time (${budget}s budget)" >"$logs/$name.why"; return 1; }
   (cd "$logs" && timeout -k 5 "$t" "$bin/ringmaster-trainer" --spec "$benchdir/gpt2_124m.yaml" --device "$device" \
      "${gpt_shape[@]}" --set "data.batch_size=$batch" --set "precision.compute=$precision" \
-     --set training.log_interval_steps=1 --max-steps "$steps") >"$log" 2>&1 || return 1
-  tr '\r' '\n' <"$log" | sed -n 's/^step \([0-9]*\)\/.* | \([0-9.]*\) tokens\/s.*/\1 \2/p' |
-    awk -v skip=$((steps / 3)) '$1 > skip { print $2 }' | median_of
+     --set training.log_interval_steps=1 --max-steps "$steps") >"$log" 2>&1
+  rc=$?
+  if [[ $rc -ne 0 ]]; then failure_reason "$log" "$rc" "$t" >"$logs/$name.why"; return 1; fi
+  tps=$(tr '\r' '\n' <"$log" | sed -n 's/^step \([0-9]*\)\/.* | \([0-9.]*\) tokens\/s.*/\1 \2/p' |
+    awk -v skip=$((steps / 3)) '$1 > skip { print $2 }' | median_of)
+  if ! awk -v t="$tps" 'BEGIN { exit !(t > 0) }'; then
+    echo "exit 0 but no tokens/s after step $((steps / 3)) in its log" >"$logs/$name.why"
+    return 1
+  fi
+  echo "$tps"
 }
+# The largest batch that runs: every batch that fails is written down with its
+# reason, and the next smaller one tried, whatever the failure (out of memory,
+# a CUDA error, a crash, a time-out).
 params=0 batch=0 ours_bf16=0
 for b in $batches; do
   if [[ "$(plan_field "$b" "$precision_fast" fits)" == False ]]; then
-    echo "GPT-2 ours: batch $b skipped: the plan needs $(plan_field "$b" "$precision_fast" peak_bytes) bytes on a $plan_gpu"
+    note "GPT-2 ours $precision_fast batch $b: not tried: the plan needs $(plan_field "$b" "$precision_fast" peak_bytes) bytes on a $plan_gpu"
     continue
   fi
   if t=$(run_ours "ours-$precision_fast-b$b" "$b" "$precision_fast"); then batch=$b ours_bf16=$t; break; fi
-  why=$(tr '\r' '\n' <"$logs/ours-$precision_fast-b$b.log" | grep -v '^\s*$' | tail -1)
-  echo "GPT-2 ours: batch $b did not run (see ours-$precision_fast-b$b.log): $why"
-  # Only running out of memory makes a smaller batch worth a try.
-  grep -q -i -E 'out of memory|RESOURCE_EXHAUSTED|ResourceExhausted' "$logs/ours-$precision_fast-b$b.log" || break
+  note "GPT-2 ours $precision_fast batch $b failed (ours-$precision_fast-b$b.log): $(cat "$logs/ours-$precision_fast-b$b.why")"
 done
 save_logs
 # What follows needs a batch that ran; without one the other parts still run.
@@ -156,14 +178,22 @@ if [[ $batch -eq 0 ]]; then
   row "GPT-2: did not run at any batch of: $batches" "" "" ""
 else
   params=$(sed -n 's/.*: \([0-9]*\) parameters,.*/\1/p' "$logs/ours-$precision_fast-b$batch.log" | head -1)
-  ours_fp16=$(run_ours "ours-fp16-b$batch" "$batch" fp16) || ours_fp16=0
+  ours_fp16=$(run_ours "ours-fp16-b$batch" "$batch" fp16) ||
+    { ours_fp16=0; note "GPT-2 ours fp16 batch $batch failed (ours-fp16-b$batch.log): $(cat "$logs/ours-fp16-b$batch.why")"; }
   flops_per_token=$(awk -v n="$params" -v l=$L -v c=$C -v t=$T 'BEGIN { printf "%.0f", 6 * n + 6 * l * c * t }')
   mfu() { awk -v tps="$1" -v f="$flops_per_token" -v p="$2" 'BEGIN { if (p > 0) printf "%.1f%%", 100 * tps * f / (p * 1e12); else print "n/a" }'; }
   theirs_bf16=0
   if [[ $have_torch -eq 1 ]] && t=$(limit 200); then
     PYTHONUNBUFFERED=1 timeout -k 5 "$t" "$python" "$benchdir/reference/gpt2_bench.py" "${ref_shape[@]}" "${compile[@]}" \
-      --batch "$batch" --steps "$steps" --precision "$precision_fast" --device "$device" >"$logs/pytorch-gpt.log" 2>&1 &&
-      theirs_bf16=$(sed -n 's/.* tokens_per_s=\([0-9.]*\).*/\1/p' "$logs/pytorch-gpt.log" | tail -1)
+      --batch "$batch" --steps "$steps" --precision "$precision_fast" --device "$device" >"$logs/pytorch-gpt.log" 2>&1
+    rc=$?
+    theirs_bf16=$(sed -n 's/.* tokens_per_s=\([0-9.]*\).*/\1/p' "$logs/pytorch-gpt.log" | tail -1)
+    if [[ $rc -ne 0 || -z "$theirs_bf16" ]]; then
+      note "GPT-2 PyTorch $precision_fast batch $batch failed (pytorch-gpt.log): $(failure_reason "$logs/pytorch-gpt.log" "$rc" "$t")"
+      theirs_bf16=0
+    fi
+  elif [[ $have_torch -eq 1 ]]; then
+    note "GPT-2 PyTorch $precision_fast batch $batch: not run: out of time (${budget}s budget)"
   fi
   echo "GPT-2: $params parameters, $flops_per_token FLOPs/token, batch $batch x $T tokens"
   row "GPT-2 tokens/s ($precision_fast, batch $batch)" "$ours_bf16" "$theirs_bf16" "$(ratio "$ours_bf16" "$theirs_bf16")"

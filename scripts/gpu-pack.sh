@@ -3,9 +3,11 @@
 # into OUTDIR (git-ignored: gpu-pack/ by default). To stay under 64 MiB, all
 # but the (already gzipped) Fashion-MNIST files and gpu-run.sh travel in
 # OUTDIR/payload.tar.xz, which gpu-run.sh unpacks; the payload holds:
-#   bin/    ringmaster-trainer, -coordinator, -worker, ringmaster (CLI), every
-#           cc_test tagged "gpu", and the GPU benchmarks (cc_binary targets
-#           tagged "gpu"), built with CUDA (sm_80, sm_90 + PTX) and stripped;
+#   bin/    ringmaster-trainer, -coordinator, -worker, ringmaster (CLI),
+#           gpu-versions (the CUDA driver and libraries actually loaded, which
+#           gpu-run.sh prints first), every cc_test tagged "gpu", and the GPU
+#           benchmarks (cc_binary targets tagged "gpu"), built with CUDA
+#           (sm_80, sm_90 + PTX) and stripped;
 #   lib/    every shared library ldd resolves for them that such a machine
 #           lacks (Debian's gRPC, protobuf, Abseil, spdlog, fmt, yaml-cpp,
 #           sqlite, gloo, openblas, gtest, ... and libstdc++), but not glibc
@@ -28,7 +30,7 @@ fashion=/usr/share/datasets/fashion-mnist
 kjv=/usr/local/share/ringmaster/kjv.txt
 
 binaries=(//engine:ringmaster-trainer //coordinator:ringmaster-coordinator //worker:ringmaster-worker
-          //client:ringmaster //engine/tools:checkpoint-diff)
+          //client:ringmaster //engine/tools:checkpoint-diff //engine/gpu:gpu-versions)
 mapfile -t gpu_tests < <(bazel query --output=label 'kind("cc_test", attr(tags, "\bgpu\b", //...))' 2>/dev/null)
 mapfile -t gpu_benches < <(bazel query --output=label 'kind("cc_binary", attr(tags, "\bgpu\b", //...))' 2>/dev/null || true)
 if [[ ${#gpu_tests[@]} -eq 0 ]]; then

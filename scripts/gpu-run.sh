@@ -2,28 +2,36 @@
 # The GPU validation of a pack made by scripts/gpu-pack.sh, in two runs that
 # each fit one call of a lent GPU machine (issue #14: at most 7 minutes each),
 # on a machine that has PyTorch's CUDA libraries (nvidia-* wheels) but none of
-# Debian's:
+# Debian's. Both runs first print what the machine loads, before any device
+# time is spent: the driver's version, the CUDA runtime, cuBLAS(Lt), cuDNN and
+# NCCL our binaries load (gpu-versions, with the floors the engine needs), and
+# PyTorch's torch.version.cuda, torch.backends.cudnn.version() and NCCL; then
+# nvidia-smi and the ldd check, then:
 #
-#   correctness  nvidia-smi and the ldd check, then in this order: the op
-#                tests (engine/core, engine/kernels, engine/cuda, engine/gpu
-#                and the CUDA optimizer), the trainer step tests (CUDA graphs,
-#                the device loss scaler), the Fashion-MNIST CNN to 0.92, the
-#                first 20 GPT losses against the CPU; then, while time is left,
-#                the NCCL tests, the multi-GPU test and the GPU micro-benchmarks.
-#                A crash (a test killed by a signal) stops the run: what follows
-#                is listed as not run.
-#   bench        nvidia-smi and the ldd check, then bench/gpu_vs_pytorch.sh: the
-#                bf16 matmul rate, GPT-2 124M ours bf16 / ours fp16 / PyTorch
-#                compile bf16, the plan's peak memory against the allocator's,
-#                the CNN's time to 0.92 ours and PyTorch's, and a coordinator +
-#                worker + CLI job whose /metrics shows tokens/s and the loss scale.
+#   correctness  in this order: the op tests (engine/core, engine/kernels,
+#                engine/cuda, engine/gpu and the CUDA optimizer), the trainer
+#                step tests (CUDA graphs, the device loss scaler), the
+#                Fashion-MNIST CNN to 0.92, the first 20 GPT losses against the
+#                CPU; then, while time is left, the NCCL tests, the multi-GPU
+#                test and the GPU micro-benchmarks. A crash (a test killed by a
+#                signal) stops the run: what follows is listed as not run.
+#   bench        bench/gpu_vs_pytorch.sh: the bf16 matmul rate, GPT-2 124M ours
+#                bf16 / ours fp16 / PyTorch compile bf16, the plan's peak memory
+#                against the allocator's, the CNN's time to 0.92 ours and
+#                PyTorch's, and a coordinator + worker + CLI job whose /metrics
+#                shows tokens/s and the loss scale.
 #
 # Every result is written to RESULTSDIR as soon as it is known, so a run cut off
 # still leaves what it did; RESULTSDIR holds at most these files (a lent
 # machine returns 8):
 #   run.log       everything printed;
-#   items.txt     one line per item as it ends (PASS, SKIP, FAIL, CRASH, NOT RUN),
-#                 then "N passed, N failed, N skipped, N not run";
+#   items.txt     one line per item as it ends (PASS, SKIP, FAIL, CRASH, NOT RUN)
+#                 with its test cases' counts, then "P passed, F failed, S skipped,
+#                 N not run": P, F and S count test CASES (a gtest binary's from
+#                 its XML, or from its summary lines; a shell test or a bench is
+#                 one case, skipped when its last line is "SKIP: why"; a binary
+#                 that failed outside its cases, a crash or a time-out, adds one
+#                 failure), N counts the items not run;
 #   summary.txt   that last line alone;
 #   logs.tgz      each item's log (and gtest XML), repacked after every item;
 #   bench.txt, bench-logs.tgz   the benchmark's table and logs (bench).
@@ -59,7 +67,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >"$results/nvidia-smi
   rm -f "$results/nvidia-smi.txt"
   exit 2
 fi
-cat "$results/nvidia-smi.txt" && rm -f "$results/nvidia-smi.txt"  # kept in run.log
+smi=$(cat "$results/nvidia-smi.txt") && rm -f "$results/nvidia-smi.txt"  # printed after the versions
 
 # The pack's payload (binaries, libraries, scripts, specs, the KJV text) is
 # unpacked into a temporary folder; Fashion-MNIST stays in PACKDIR/data. Item
@@ -90,8 +98,100 @@ PY
 export LD_LIBRARY_PATH="$pack/lib${nvidia_libs:+:$nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
+# ---- first: the versions this machine loads -----------------------------------
+echo "---- versions: what our binaries and PyTorch load"
+if [[ -x "$pack/bin/gpu-versions" ]]; then
+  if ! timeout -k 5 60 "$pack/bin/gpu-versions"; then
+    echo "gpu-run: the CUDA driver or libraries above are missing or older than the engine needs"
+    ldd "$pack/bin/gpu-versions" 2>&1 | grep "not found"
+  fi
+else
+  echo "gpu-versions: not in this pack"
+fi
+timeout -k 5 120 "$python" - <<'PY' 2>&1
+try:
+    import torch
+except Exception as e:  # no PyTorch: the bench's PyTorch columns stay empty
+    print("PyTorch: not importable (%s: %s)" % (type(e).__name__, e))
+    raise SystemExit(0)
+
+
+def ask(f):
+    try:
+        v = f()
+        return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    except Exception as e:
+        return "unknown (%s: %s)" % (type(e).__name__, e)
+
+
+print("PyTorch: %s, torch.version.cuda %s, torch.backends.cudnn.version() %s, torch.cuda.nccl.version() %s" % (
+    torch.__version__, ask(lambda: torch.version.cuda), ask(torch.backends.cudnn.version),
+    ask(torch.cuda.nccl.version)))
+PY
+echo "---- nvidia-smi"
+echo "$smi"
+
 passed=0 failed=0 skipped=0 not_run=0
 record() { echo "$*" | tee -a "$results/items.txt"; }
+# count_cases XML LOG RC: "P F S", an item's passed, failed and skipped test
+# cases: a gtest binary's from its XML (each testcase: <failure>/<error>
+# failed; <skipped>, result "skipped" or status "notrun" skipped; else
+# passed), or without one from its summary lines ("[  PASSED  ] N tests." ...),
+# or from its per-test lines (a crashed binary's); anything else (a shell test,
+# a bench) is one case: failed on a non-zero exit, skipped when its last line is
+# "SKIP: why", else passed. A non-zero exit without a failed case adds one.
+count_cases() {
+  "$python" - "$@" <<'PY' 2>/dev/null || { [[ $3 -eq 0 ]] && echo "1 0 0" || echo "0 1 0"; }
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+xml_path, log_path, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+passed = failed = skipped = 0
+found = False
+try:
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        found = True
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
+        elif case.get("result") == "skipped" or case.find("skipped") is not None or case.get("status") == "notrun":
+            skipped += 1
+        else:
+            passed += 1
+except (OSError, ET.ParseError):
+    pass
+try:
+    lines = open(log_path, errors="replace").read().splitlines()
+except OSError:
+    lines = []
+if not found:
+    summary = {}
+    for line in lines:
+        m = re.match(r"^\[  (PASSED|SKIPPED|FAILED) *\] (\d+) tests?[.,]", line)
+        if m:
+            summary[m.group(1)] = int(m.group(2))
+    if summary:
+        found = True
+        passed, failed, skipped = summary.get("PASSED", 0), summary.get("FAILED", 0), summary.get("SKIPPED", 0)
+if not found:
+    for line in lines:
+        for tag, kind in (("       OK ", "p"), ("  SKIPPED ", "s"), ("  FAILED  ", "f")):
+            if re.match(r"^\[%s\] \S+ \(\d+ ms\)" % tag, line):
+                found = True
+                passed, failed, skipped = passed + (kind == "p"), failed + (kind == "f"), skipped + (kind == "s")
+if not found:
+    last = [l for l in lines if l.strip()][-1:]
+    if rc != 0:
+        failed = 1
+    elif last and last[0].startswith("SKIP:"):
+        skipped = 1
+    else:
+        passed = 1
+elif rc != 0 and failed == 0:
+    failed = 1
+print(passed, failed, skipped)
+PY
+}
 finish() {
   local line="$passed passed, $failed failed, $skipped skipped, $not_run not run"
   echo "$line" >>"$results/items.txt"
@@ -194,21 +294,21 @@ for item in "${items[@]}"; do
   (cd "$pack" && timeout -k 5 "$limit" "${argv[@]}") >"$log" 2>&1
   rc=$?
   took=$((SECONDS - start))
-  if [[ $rc -eq 0 ]]; then
-    # Skipped (in whole or in part: a test binary's XML says which) is
-    # counted as skipped, never as passed.
-    if grep -q -E '^\[  SKIPPED \]|^SKIP:' "$log"; then
-      skipped=$((skipped + 1)); record "SKIP $name ($took s): $(grep -m1 -E '^SKIP:|SKIPPED' "$log")"
-    else
-      passed=$((passed + 1)); record "PASS $name ($took s)"
-    fi
-  elif [[ $rc -eq 124 ]] || [[ $rc -eq 137 && $took -ge $limit ]]; then
-    failed=$((failed + 1)); record "FAIL $name ($took s): timed out after ${limit}s"; tail -5 "$log"
+  read -r p f s < <(count_cases "$work/logs/$name.xml" "$log" "$rc")
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  cases="$p passed, $f failed, $s skipped"
+  if [[ $rc -eq 124 ]] || [[ $rc -eq 137 && $took -ge $limit ]]; then
+    record "FAIL $name ($took s): timed out after ${limit}s; $cases"; tail -5 "$log"
   elif [[ $rc -gt 128 ]]; then
-    failed=$((failed + 1)); record "CRASH $name ($took s): killed by signal $((rc - 128))"; tail -5 "$log"
+    record "CRASH $name ($took s): killed by signal $((rc - 128)); $cases"; tail -5 "$log"
     stopped="stopped after the crash of $name"
+  elif [[ $rc -ne 0 || $f -gt 0 ]]; then
+    record "FAIL $name ($took s, exit $rc): $cases"; tail -5 "$log"
+  elif [[ $p -eq 0 && $s -gt 0 ]]; then
+    # Skipped cases are counted as skipped, never as passed.
+    record "SKIP $name ($took s): $cases: $(grep -m1 -E '^SKIP:|^\[  SKIPPED \] |Skipped$' "$log")"
   else
-    failed=$((failed + 1)); record "FAIL $name ($took s, exit $rc)"; tail -5 "$log"
+    record "PASS $name ($took s): $cases"
   fi
   tar -C "$work" -czf "$results/logs.tgz.new" logs && mv "$results/logs.tgz.new" "$results/logs.tgz"
 done

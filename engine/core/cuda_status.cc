@@ -176,7 +176,10 @@ absl::Status CudaStream::Synchronize() const {
 
 absl::StatusOr<bool> CudaStream::Done() const {
   cudaError_t error = cudaStreamQuery(stream_);
-  if (error == cudaErrorNotReady) return false;
+  if (error == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // an answer, not a failure: the next launch must not report it
+    return false;
+  }
   CUDA_RETURN_IF_ERROR(error);
   return true;
 }
@@ -210,7 +213,10 @@ absl::Status CudaEvent::Record(cudaStream_t stream) const {
 
 absl::StatusOr<bool> CudaEvent::Done() const {
   cudaError_t error = cudaEventQuery(event_);
-  if (error == cudaErrorNotReady) return false;
+  if (error == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // an answer, not a failure: the next launch must not report it
+    return false;
+  }
   CUDA_RETURN_IF_ERROR(error);
   return true;
 }
@@ -218,6 +224,14 @@ absl::StatusOr<bool> CudaEvent::Done() const {
 absl::Status CudaEvent::Synchronize() const {
   CUDA_RETURN_IF_ERROR(cudaEventSynchronize(event_));
   return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------- Capture
+
+absl::StatusOr<bool> StreamIsCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+  return capture != cudaStreamCaptureStatusNone;
 }
 
 // ---------------------------------------------------------------- DeviceBuffer
@@ -245,24 +259,57 @@ void DeviceBuffer::Reset() {
   bytes_ = 0;
 }
 
-absl::Status DeviceBuffer::CopyFromHost(const void* src, size_t bytes) {
+absl::Status DeviceBuffer::CopyFromHostAsync(const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes > bytes_) {
     return absl::InvalidArgumentError(
         absl::StrFormat("copying %d bytes into a device buffer of %d bytes", bytes, bytes_));
   }
   if (bytes == 0) return absl::OkStatus();
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(data_, src, bytes, cudaMemcpyHostToDevice));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(data_, src, bytes, cudaMemcpyHostToDevice, stream));
   return absl::OkStatus();
 }
 
-absl::Status DeviceBuffer::CopyToHost(void* dst, size_t bytes) const {
+absl::Status DeviceBuffer::CopyFromHost(const void* src, size_t bytes, cudaStream_t stream) {
+  absl::Status enqueued = CopyFromHostAsync(src, bytes, stream);
+  if (!enqueued.ok() || bytes == 0) return enqueued;
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceBuffer::CopyToHost(void* dst, size_t bytes, cudaStream_t stream) const {
   if (bytes > bytes_) {
     return absl::InvalidArgumentError(
         absl::StrFormat("copying %d bytes out of a device buffer of %d bytes", bytes, bytes_));
   }
   if (bytes == 0) return absl::OkStatus();
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, data_, bytes, cudaMemcpyDeviceToHost));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, data_, bytes, cudaMemcpyDeviceToHost, stream));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- PinnedBuffer
+
+absl::StatusOr<PinnedBuffer> PinnedBuffer::Allocate(size_t bytes) {
+  PinnedBuffer buffer;
+  if (bytes == 0) return buffer;
+  CUDA_RETURN_IF_ERROR(cudaHostAlloc(&buffer.data_, bytes, cudaHostAllocDefault));
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void PinnedBuffer::Reset() {
+  if (data_ != nullptr) LogIfError(CUDA_STATUS(cudaFreeHost(data_)));
+  data_ = nullptr;
+  bytes_ = 0;
 }
 
 }  // namespace ringmaster::engine

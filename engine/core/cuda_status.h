@@ -3,7 +3,7 @@
 
 // CUDA, NCCL, cuBLAS(Lt) and cuDNN result codes as absl::Status, and the RAII
 // owners of the CUDA objects host code holds (streams, events, device memory,
-// the current device).
+// page-locked host memory, the current device).
 //
 //   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, n, kind, stream));
 //   NCCL_RETURN_IF_ERROR(ncclGroupEnd());
@@ -25,6 +25,13 @@
 //   UNAVAILABLE         ncclRemoteError / ncclSystemError (a peer or the network
 //                       went away), cudaErrorDevicesUnavailable (device busy)
 //   INTERNAL            everything else (bugs, sticky kernel faults)
+//
+// The thread's last-error slot: every kernel launcher returns
+// cudaGetLastError(), so a runtime call that fails but whose failure is
+// handled must not leave its error there for the next launch to report. The
+// polls below (CudaStream::Done, CudaEvent::Done, and every other
+// cudaStreamQuery/cudaEventQuery in this code base) clear it when they answer
+// "not ready" (cudaErrorNotReady), as PyTorch does after its queries.
 //
 // Only code compiled with the CUDA toolkit includes this header (cuda_cc_library).
 
@@ -127,7 +134,8 @@ class CudaStream {
   cudaStream_t get() const { return stream_; }
   // Blocks until all work on the stream is done.
   absl::Status Synchronize() const;
-  // True when all work is done, false while some is pending.
+  // True when all work is done, false while some is pending (the "not ready"
+  // answer is cleared from the thread's last error: see the top of this file).
   absl::StatusOr<bool> Done() const;
 
  private:
@@ -148,7 +156,8 @@ class CudaEvent {
 
   cudaEvent_t get() const { return event_; }
   absl::Status Record(cudaStream_t stream) const;
-  // True once the work recorded before it is done.
+  // True once the work recorded before it is done, false before (the "not
+  // ready" answer is cleared from the thread's last error, as for CudaStream).
   absl::StatusOr<bool> Done() const;
   absl::Status Synchronize() const;
 
@@ -157,10 +166,21 @@ class CudaEvent {
   cudaEvent_t event_ = nullptr;
 };
 
+// Whether `stream` is being captured into a CUDA graph (cudaStreamIsCapturing).
+// Code that would allocate, free, or copy from pageable memory asks this first
+// and refuses (FAILED_PRECONDITION) instead of invalidating the capture.
+absl::StatusOr<bool> StreamIsCapturing(cudaStream_t stream);
+
 // Owns `bytes` of device memory on the device current at Allocate (cudaMalloc /
 // cudaFree). Movable; not thread-safe. The engine's tensors use the backend's
 // caching allocator; this is for buffers that live as long as their owner
-// (communication staging, workspaces, tests).
+// (communication staging, workspaces, tests). The owner must not destroy it
+// while work enqueued on some stream may still use it.
+//
+// Copies are stream-ordered: they are enqueued on the stream the caller names,
+// the one whose work uses the buffer. The engine's compute and communication
+// streams are non-blocking: they do not wait for the legacy default stream, so
+// a copy meant for them goes on them, or is waited for (CopyFromHost).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -174,9 +194,47 @@ class DeviceBuffer {
 
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
-  // Synchronous copies of `bytes` (<= this->bytes(); INVALID_ARGUMENT otherwise).
-  absl::Status CopyFromHost(const void* src, size_t bytes);
-  absl::Status CopyToHost(void* dst, size_t bytes) const;
+
+  // Enqueues a copy of `bytes` (<= this->bytes(); INVALID_ARGUMENT otherwise)
+  // from host `src` on `stream`: work enqueued on `stream` after it reads the
+  // data; work on other streams must wait for `stream` first. `src` must stay
+  // alive and unchanged until `stream` has passed the copy (an event recorded
+  // after it, or a synchronisation). It should be page-locked (PinnedBuffer):
+  // then the copy is a true asynchronous DMA (the driver copies a pageable
+  // source into its own staging before returning, and a graph capture cannot
+  // record it).
+  absl::Status CopyFromHostAsync(const void* src, size_t bytes, cudaStream_t stream);
+  // The same, then waits for `stream`: when this returns, the data is on the
+  // device for work on any stream, and `src` may change. For one-off copies
+  // off the step path (initialisation, tests).
+  absl::Status CopyFromHost(const void* src, size_t bytes, cudaStream_t stream);
+  // Enqueues the copy to host `dst` on `stream`, after the work enqueued there
+  // before, and waits for it: `dst` holds the data when this returns.
+  absl::Status CopyToHost(void* dst, size_t bytes, cudaStream_t stream) const;
+
+ private:
+  void Reset();
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Owns `bytes` of page-locked host memory (cudaHostAlloc / cudaFreeHost), the
+// staging from which host-to-device copies are truly asynchronous. Movable;
+// not thread-safe. The owner must keep it alive and unchanged until the
+// device has read what was copied from it (an event, or a synchronisation).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  static absl::StatusOr<PinnedBuffer> Allocate(size_t bytes);
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { Reset(); }
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
 
  private:
   void Reset();

@@ -1,11 +1,14 @@
 // The status macros on real failing calls (which fail on every machine, with
 // or without a device) and on each library's codes; the RAII owners' error
-// paths without a device and their normal use with one.
+// paths without a device and their normal use with one: stream-ordered copies,
+// the capture query, and polls of pending work that leave no error behind.
 #include "engine/core/cuda_status.h"
 
 #include <cublasLt.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -216,10 +219,18 @@ TEST(CudaRaiiTest, EmptyOwnersAreSafe) {
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->bytes(), 0u);
   float value = 1.0f;
-  absl::Status status = empty->CopyFromHost(&value, sizeof value);
+  absl::Status status = empty->CopyFromHost(&value, sizeof value, nullptr);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "copying 4 bytes into a device buffer of 0 bytes");
-  EXPECT_EQ(empty->CopyToHost(&value, sizeof value).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(empty->CopyFromHostAsync(&value, sizeof value, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  status = empty->CopyToHost(&value, sizeof value, nullptr);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "copying 4 bytes out of a device buffer of 0 bytes");
+  PinnedBuffer pinned;
+  EXPECT_EQ(pinned.data(), nullptr);
+  absl::StatusOr<PinnedBuffer> no_pinned = PinnedBuffer::Allocate(0);  // no CUDA call
+  ASSERT_TRUE(no_pinned.ok()) << no_pinned.status();
+  EXPECT_EQ(no_pinned->bytes(), 0u);
 }
 
 TEST(CudaRaiiTest, WithoutADeviceCreationFailsAsAFailedPrecondition) {
@@ -232,6 +243,14 @@ TEST(CudaRaiiTest, WithoutADeviceCreationFailsAsAFailedPrecondition) {
   EXPECT_EQ(CudaStream::Create().status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(CudaEvent::Create().status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ScopedDevice::Enter(0).status().code(), absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<PinnedBuffer> pinned = PinnedBuffer::Allocate(16);
+  EXPECT_EQ(pinned.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StartsWith(pinned.status().message(),
+                               "cudaHostAlloc(&buffer.data_, bytes, cudaHostAllocDefault) at "
+                               "engine/core/cuda_status.cc:"))
+      << pinned.status();
+  EXPECT_EQ(StreamIsCapturing(nullptr).status().code(), absl::StatusCode::kFailedPrecondition);
+  (void)cudaGetLastError();  // the failures above are reported; clear them
 }
 
 TEST(CudaRaiiTest, OnDeviceBufferRoundTripsAndMoves) {
@@ -239,11 +258,85 @@ TEST(CudaRaiiTest, OnDeviceBufferRoundTripsAndMoves) {
   std::vector<float> in = {1, 2, 3, 4}, out(4, 0);
   absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(in.size() * sizeof(float));
   ASSERT_TRUE(buffer.ok()) << buffer.status();
-  ASSERT_TRUE(buffer->CopyFromHost(in.data(), in.size() * sizeof(float)).ok());
+  ASSERT_TRUE(buffer->CopyFromHost(in.data(), in.size() * sizeof(float), nullptr).ok());
   DeviceBuffer moved = std::move(*buffer);
   EXPECT_EQ(buffer->data(), nullptr);
-  ASSERT_TRUE(moved.CopyToHost(out.data(), out.size() * sizeof(float)).ok());
+  ASSERT_TRUE(moved.CopyToHost(out.data(), out.size() * sizeof(float), nullptr).ok());
   EXPECT_EQ(out, in);
+}
+
+// A copy from pinned staging on a non-blocking stream, then a device-to-device
+// copy and the read-back on the same stream: ordered without any host wait.
+TEST(CudaRaiiTest, OnDeviceCopiesAreOrderedOnTheirStream) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device present: stream-ordered copies not exercised";
+  constexpr size_t kFloats = 1 << 20;
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  absl::StatusOr<PinnedBuffer> staging = PinnedBuffer::Allocate(kFloats * sizeof(float));
+  ASSERT_TRUE(staging.ok()) << staging.status();
+  float* host = static_cast<float*>(staging->data());
+  for (size_t i = 0; i < kFloats; ++i) host[i] = static_cast<float>(i % 977);
+  absl::StatusOr<DeviceBuffer> a = DeviceBuffer::Allocate(kFloats * sizeof(float));
+  absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Allocate(kFloats * sizeof(float));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a->CopyFromHostAsync(host, kFloats * sizeof(float), stream->get()).ok());
+  ASSERT_EQ(cudaMemcpyAsync(b->data(), a->data(), kFloats * sizeof(float), cudaMemcpyDeviceToDevice, stream->get()),
+            cudaSuccess);
+  std::vector<float> out(kFloats, -1.0f);
+  ASSERT_TRUE(b->CopyToHost(out.data(), kFloats * sizeof(float), stream->get()).ok());
+  for (size_t i = 0; i < kFloats; ++i) ASSERT_EQ(out[i], static_cast<float>(i % 977)) << "at " << i;
+}
+
+TEST(CudaRaiiTest, OnDeviceStreamIsCapturingOnlyDuringACapture) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device present: graph capture not exercised";
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  EXPECT_EQ(*StreamIsCapturing(stream->get()), false);
+  ASSERT_EQ(cudaStreamBeginCapture(stream->get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  absl::StatusOr<bool> capturing = StreamIsCapturing(stream->get());
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream->get(), &graph), cudaSuccess);
+  ASSERT_TRUE(capturing.ok()) << capturing.status();
+  EXPECT_TRUE(*capturing);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  EXPECT_EQ(*StreamIsCapturing(stream->get()), false);
+}
+
+// A poll that finds work pending answers false and leaves no error behind: the
+// next launcher's cudaGetLastError() must not report cudaErrorNotReady (600).
+// The stream is held back by a host function that waits for the test.
+TEST(CudaRaiiTest, OnDeviceNotReadyPollsLeaveNoErrorForTheNextLaunch) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device present: pending work not exercised";
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  absl::StatusOr<CudaEvent> event = CudaEvent::Create();
+  ASSERT_TRUE(event.ok()) << event.status();
+  std::atomic<bool> release{false};
+  struct ReleaseOnExit {  // an early ASSERT must not leave the stream held
+    std::atomic<bool>& flag;
+    ~ReleaseOnExit() { flag = true; }
+  } release_on_exit{release};
+  auto hold = [](void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield();
+  };
+  ASSERT_EQ(cudaLaunchHostFunc(stream->get(), hold, &release), cudaSuccess);
+  ASSERT_TRUE(event->Record(stream->get()).ok());
+
+  absl::StatusOr<bool> stream_done = stream->Done();
+  const cudaError_t after_stream_poll = cudaPeekAtLastError();
+  absl::StatusOr<bool> event_done = event->Done();
+  const cudaError_t after_event_poll = cudaGetLastError();
+  release = true;
+  ASSERT_TRUE(stream->Synchronize().ok());
+
+  ASSERT_TRUE(stream_done.ok()) << stream_done.status();
+  EXPECT_FALSE(*stream_done);
+  EXPECT_EQ(after_stream_poll, cudaSuccess) << cudaGetErrorName(after_stream_poll);
+  ASSERT_TRUE(event_done.ok()) << event_done.status();
+  EXPECT_FALSE(*event_done);
+  EXPECT_EQ(after_event_poll, cudaSuccess) << cudaGetErrorName(after_event_poll);
+  EXPECT_EQ(*stream->Done(), true);
+  EXPECT_EQ(*event->Done(), true);
 }
 
 TEST(CudaRaiiTest, OnDeviceOutOfMemoryIsResourceExhausted) {

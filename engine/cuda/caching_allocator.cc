@@ -4,6 +4,8 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/core/check.h"
 #include "spdlog/spdlog.h"
 
@@ -44,15 +46,26 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, uintptr_t stream)
   const bool small = size <= kSmallLimit;
   std::lock_guard<std::mutex> lock(mutex_);
   Pool& pool = small ? small_free_ : large_free_;
-  auto capture = stream_pool_.find(stream);
-  const uint64_t graph_pool = capture == stream_pool_.end() ? 0 : capture->second;
+  auto use = stream_pool_.find(stream);
+  const uint64_t graph_pool = use == stream_pool_.end() ? 0 : use->second.pool;
   Block* block = FindFree(pool, size, stream, graph_pool);
   if (block != nullptr) {
     ++stats_.cache_hits;
   } else {
+    if (use != stream_pool_.end() && use->second.mode == PoolMode::kCapture) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "CachingAllocator: %d bytes for a stream under CUDA graph capture, and graph pool %d has no free block "
+          "for them; cudaMalloc would invalidate the capture (warm the pool with an eager step first)",
+          size, graph_pool));
+    }
     const size_t segment = small ? kSmallSegment : size;
     absl::StatusOr<Block*> fresh = NewSegment(segment, stream, small, graph_pool);
     if (!fresh.ok() && fresh.status().code() == absl::StatusCode::kResourceExhausted) {
+      if (captures_ > 0) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            fresh.status().message(),
+            "; cached segments are not given back (cudaFree) while a CUDA graph capture is under way"));
+      }
       ReleaseFreeSegments(small_free_);
       ReleaseFreeSegments(large_free_);
       fresh = NewSegment(segment, stream, small, graph_pool);
@@ -100,6 +113,7 @@ void CachingAllocator::Free(void* ptr) {
 
 void CachingAllocator::EmptyCache() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (captures_ > 0) return;  // cudaFree may synchronise the device: not during a capture
   ReleaseFreeSegments(small_free_);
   ReleaseFreeSegments(large_free_);
 }
@@ -115,23 +129,27 @@ void CachingAllocator::ResetPeak() {
   stats_.peak_reserved_bytes = stats_.reserved_bytes;
 }
 
-void CachingAllocator::BeginPool(uint64_t pool, uintptr_t stream) {
+void CachingAllocator::BeginPool(uint64_t pool, uintptr_t stream, PoolMode mode) {
   ENGINE_CHECK(pool != 0, "CachingAllocator::BeginPool: pool id 0 is the shared cache");
   std::lock_guard<std::mutex> lock(mutex_);
   ENGINE_CHECK(stream_pool_.count(stream) == 0, "CachingAllocator::BeginPool: the stream is already in a pool");
-  stream_pool_[stream] = pool;
+  stream_pool_[stream] = {pool, mode};
+  if (mode == PoolMode::kCapture) ++captures_;
 }
 
 void CachingAllocator::EndPool(uintptr_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
-  stream_pool_.erase(stream);
+  auto use = stream_pool_.find(stream);
+  if (use == stream_pool_.end()) return;
+  if (use->second.mode == PoolMode::kCapture) --captures_;
+  stream_pool_.erase(use);
 }
 
 void CachingAllocator::ReleasePool(uint64_t pool) {
   ENGINE_CHECK(pool != 0, "CachingAllocator::ReleasePool: pool id 0 is the shared cache");
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [stream, p] : stream_pool_) {
-    ENGINE_CHECK(p != pool, "CachingAllocator::ReleasePool of a pool a stream still allocates from");
+  for (const auto& [stream, use] : stream_pool_) {
+    ENGINE_CHECK(use.pool != pool, "CachingAllocator::ReleasePool of a pool a stream still allocates from");
   }
   // Every block of a segment has the segment's pool: retag them all, the free
   // ones re-sorted into the shared cache.

@@ -16,17 +16,28 @@
 //    another stream must be kept alive by its user until that stream is done
 //    with it (the communication code records and waits on events).
 //  * When the raw allocator fails, the cache is emptied (cached segments are
-//    given back) and the allocation retried once.
+//    given back) and the allocation retried once, except while a capture is
+//    under way (below).
 //  * Graph pools (CUDA graphs; as PyTorch's graph pools): between
-//    BeginPool(pool, stream) and EndPool(stream), allocations for `stream`
-//    come from private pool `pool` (its own segments), not from the shared
-//    cache. A pool block that is freed (during capture, or later when its
-//    tensor is dropped) goes back to that pool only: the graph's kernels keep
-//    using its address on every replay, so no other tensor may get it, and
-//    EmptyCache and out-of-memory retries never give its segment back. A pool
-//    entered again (a second capture into it, or an eager warm-up step) reuses
-//    its free blocks. ReleasePool (once the graph is destroyed) hands every
-//    block of the pool, free or still allocated, to the shared cache.
+//    BeginPool(pool, stream, mode) and EndPool(stream), allocations for
+//    `stream` come from private pool `pool` (its own segments), not from the
+//    shared cache. A pool block that is freed (during capture, or later when
+//    its tensor is dropped) goes back to that pool only: the graph's kernels
+//    keep using its address on every replay, so no other tensor may get it,
+//    and EmptyCache and out-of-memory retries never give its segment back. A
+//    pool entered again (a second capture into it, or an eager warm-up step)
+//    reuses its free blocks. ReleasePool (once the graph is destroyed) hands
+//    every block of the pool, free or still allocated, to the shared cache.
+//  * Captures: a pool entered with PoolMode::kCapture serves a CUDA graph
+//    capture on its stream, where cudaMalloc and cudaFree would invalidate
+//    the capture. The raw allocator is then never called for that stream: a
+//    request the pool's free blocks cannot serve is RESOURCE_EXHAUSTED (the
+//    capture fails cleanly; the caller runs the work eagerly, which may
+//    allocate). And while any capture is under way no segment is given back
+//    (cudaFree may synchronise the device): EmptyCache does nothing, and an
+//    allocation for another stream that the raw allocator cannot serve is
+//    RESOURCE_EXHAUSTED without the emptying retry. PoolMode::kEager (warm-up
+//    steps) allocates and retries as outside a pool.
 //  * Streams are opaque keys here (a cudaStream_t cast to uintptr_t), so the
 //    logic is plain C++ and tested against a fake raw allocator without a GPU.
 // Thread-safe (the communication thread frees gradients buckets too).
@@ -78,19 +89,26 @@ class CachingAllocator {
 
   // A block of at least `bytes` (a zero-byte request gets a 512-byte block) for
   // use on `stream`. RESOURCE_EXHAUSTED when the device is full even after
-  // emptying the cache.
+  // emptying the cache, or when a capture forbids asking the raw allocator
+  // (see the top of this file; the message says which).
   absl::StatusOr<void*> Allocate(size_t bytes, uintptr_t stream);
   // Returns a block from Allocate to its stream's cache. nullptr is ignored.
   void Free(void* ptr);
-  // Gives every wholly free segment back to the raw allocator.
+  // Gives every wholly free segment back to the raw allocator (nothing while
+  // a capture is under way).
   void EmptyCache();
 
   AllocatorStats stats() const;
   void ResetPeak();
 
+  // What a graph pool serves between BeginPool and EndPool.
+  enum class PoolMode {
+    kEager,    // eager work (warm-up steps): allocates and retries as outside a pool
+    kCapture,  // a CUDA graph capture on the stream: never calls the raw allocator
+  };
   // Graph pools (see the top of this file). `pool` is any non-zero id the
   // caller picks; one stream allocates from at most one pool at a time.
-  void BeginPool(uint64_t pool, uintptr_t stream);
+  void BeginPool(uint64_t pool, uintptr_t stream, PoolMode mode = PoolMode::kEager);
   void EndPool(uintptr_t stream);
   void ReleasePool(uint64_t pool);
   // Bytes in blocks of `pool` (free and allocated), and how many of them are
@@ -130,7 +148,12 @@ class CachingAllocator {
   Pool large_free_;                                // guarded by mutex_
   std::unordered_map<void*, Block*> allocated_;   // guarded by mutex_
   AllocatorStats stats_;                           // guarded by mutex_
-  std::unordered_map<uintptr_t, uint64_t> stream_pool_;  // stream -> graph pool it allocates from; guarded
+  struct PoolUse {
+    uint64_t pool = 0;
+    PoolMode mode = PoolMode::kEager;
+  };
+  std::unordered_map<uintptr_t, PoolUse> stream_pool_;  // stream -> graph pool it allocates from; guarded
+  int captures_ = 0;  // streams in a kCapture pool now; guarded by mutex_
 };
 
 }  // namespace ringmaster::engine

@@ -241,5 +241,96 @@ TEST(CachingAllocatorTest, GraphPoolIsPerStreamAndFreedSegmentsGoBackOnDestructi
   EXPECT_TRUE(state.live.empty());  // the pool's free segment too
 }
 
+// A capture (PoolMode::kCapture) is served from its pool's free blocks only:
+// a miss is RESOURCE_EXHAUSTED and the raw allocator is not called, where the
+// eager warm-up in the same pool allocated freely.
+TEST(CachingAllocatorTest, ACaptureNeverCallsTheRawAllocator) {
+  FakeRawAllocator::State state;
+  CachingAllocator allocator(std::make_unique<FakeRawAllocator>(&state));
+  constexpr uint64_t kPool = 3;
+  allocator.BeginPool(kPool, kStream);  // eager by default: a warm-up step
+  void* large = *allocator.Allocate(4 * kMiB, kStream);
+  void* small = *allocator.Allocate(1024, kStream);
+  allocator.Free(large);
+  allocator.Free(small);
+  allocator.EndPool(kStream);
+  ASSERT_EQ(state.mallocs, 2);
+
+  allocator.BeginPool(kPool, kStream, CachingAllocator::PoolMode::kCapture);
+  absl::StatusOr<void*> again_large = allocator.Allocate(4 * kMiB, kStream);
+  absl::StatusOr<void*> again_small = allocator.Allocate(1024, kStream);
+  ASSERT_TRUE(again_large.ok()) << again_large.status();
+  ASSERT_TRUE(again_small.ok()) << again_small.status();
+  EXPECT_EQ(*again_large, large);
+  EXPECT_EQ(*again_small, small);
+  absl::StatusOr<void*> unwarmed = allocator.Allocate(8 * kMiB, kStream);
+  EXPECT_EQ(unwarmed.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(unwarmed.status().message(),
+            "CachingAllocator: 8388608 bytes for a stream under CUDA graph capture, and graph pool 3 has no free "
+            "block for them; cudaMalloc would invalidate the capture (warm the pool with an eager step first)");
+  EXPECT_EQ(state.mallocs, 2) << "the raw allocator was called during the capture";
+  EXPECT_EQ(state.frees, 0);
+  allocator.Free(*again_large);
+  allocator.Free(*again_small);
+  allocator.EndPool(kStream);
+
+  // The capture over, the same request allocates (the step runs eagerly).
+  void* eager = *allocator.Allocate(8 * kMiB, kStream);
+  EXPECT_EQ(state.mallocs, 3);
+  allocator.Free(eager);
+}
+
+// Out of memory while a capture is under way: nothing is given back (cudaFree
+// would break the capture), neither for the capturing stream nor for another
+// stream, nor by EmptyCache; once the capture ends, the retry empties the
+// cache again.
+TEST(CachingAllocatorTest, OutOfMemoryDuringACaptureGivesNothingBack) {
+  FakeRawAllocator::State state;
+  state.capacity = 10 * kMiB;
+  CachingAllocator allocator(std::make_unique<FakeRawAllocator>(&state));
+  constexpr uint64_t kPool = 5;
+  void* cached = *allocator.Allocate(6 * kMiB, kOtherStream);
+  allocator.Free(cached);  // cached in the shared cache, still reserved
+
+  allocator.BeginPool(kPool, kStream, CachingAllocator::PoolMode::kCapture);
+  absl::StatusOr<void*> captured = allocator.Allocate(8 * kMiB, kStream);
+  EXPECT_EQ(captured.status().code(), absl::StatusCode::kResourceExhausted);
+  absl::StatusOr<void*> other = allocator.Allocate(8 * kMiB, kOtherStream);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(other.status().message(),
+            "fake device full; cached segments are not given back (cudaFree) while a CUDA graph capture is under way");
+  allocator.EmptyCache();
+  EXPECT_EQ(state.frees, 0) << "a segment was given back during the capture";
+  EXPECT_EQ(state.live.count(cached), 1u);
+  EXPECT_EQ(allocator.stats().reserved_bytes, 6 * kMiB);
+  allocator.EndPool(kStream);
+
+  absl::StatusOr<void*> after = allocator.Allocate(8 * kMiB, kOtherStream);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(state.frees, 1) << "after the capture the cached 6 MiB segment is given back for the retry";
+  allocator.Free(*after);
+}
+
+// Eager use of a pool (warm-up) keeps the out-of-memory retry, and ending a
+// capture on one stream while an eager pool is open on another leaves no
+// capture counted.
+TEST(CachingAllocatorTest, AnEagerPoolStillEmptiesTheCacheOnOutOfMemory) {
+  FakeRawAllocator::State state;
+  state.capacity = 10 * kMiB;
+  CachingAllocator allocator(std::make_unique<FakeRawAllocator>(&state));
+  void* cached = *allocator.Allocate(6 * kMiB, kOtherStream);
+  allocator.Free(cached);
+  allocator.BeginPool(9, kOtherStream, CachingAllocator::PoolMode::kCapture);
+  allocator.EndPool(kOtherStream);
+  allocator.BeginPool(7, kStream, CachingAllocator::PoolMode::kEager);
+  absl::StatusOr<void*> warm = allocator.Allocate(8 * kMiB, kStream);
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  EXPECT_EQ(state.frees, 1);
+  allocator.Free(*warm);
+  allocator.EndPool(kStream);
+  allocator.ReleasePool(7);
+  allocator.ReleasePool(9);
+}
+
 }  // namespace
 }  // namespace ringmaster::engine

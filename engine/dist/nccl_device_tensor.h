@@ -4,6 +4,12 @@
 // testing::DeviceTensor: a CUDA tensor for the NCCL tests, in device memory
 // it owns, filled from and read back as floats (f32, f16, bf16, i32).
 // Allocated on the calling thread's current device. Not thread-safe.
+//
+// Copies are enqueued on a stream (the legacy default stream unless given)
+// and waited for: after FromFloats the values are on the device for work on
+// any stream (the process group's non-blocking streams included); ToFloats
+// reads after the work enqueued on its stream, so a test waits for the
+// collective first (Work::Wait, or WaitOnStream then that stream).
 
 #include <cstring>
 #include <vector>
@@ -18,7 +24,7 @@ namespace ringmaster::engine::dist::testing {
 class DeviceTensor {
  public:
   static absl::StatusOr<DeviceTensor> FromFloats(const Shape& shape, const std::vector<float>& values,
-                                                 DType dtype = DType::kF32) {
+                                                 DType dtype = DType::kF32, cudaStream_t stream = nullptr) {
     DeviceTensor t;
     absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(NumElements(shape) * DTypeSize(dtype));
     if (!buffer.ok()) return buffer.status();
@@ -45,21 +51,23 @@ class DeviceTensor {
         }
       }
     }
-    absl::Status copied = t.buffer_.CopyFromHost(host.data(), host.size());
+    absl::Status copied = t.buffer_.CopyFromHost(host.data(), host.size(), stream);
     if (!copied.ok()) return copied;
     return t;
   }
 
-  static absl::StatusOr<DeviceTensor> Zeros(const Shape& shape, DType dtype = DType::kF32) {
-    return FromFloats(shape, std::vector<float>(NumElements(shape), 0.0f), dtype);
+  static absl::StatusOr<DeviceTensor> Zeros(const Shape& shape, DType dtype = DType::kF32,
+                                            cudaStream_t stream = nullptr) {
+    return FromFloats(shape, std::vector<float>(NumElements(shape), 0.0f), dtype, stream);
   }
 
   const Tensor& tensor() const { return tensor_; }
 
-  // The values, as floats (synchronous copy).
-  absl::StatusOr<std::vector<float>> ToFloats() const {
+  // The values, as floats: copied after the work enqueued on `stream`, and
+  // waited for.
+  absl::StatusOr<std::vector<float>> ToFloats(cudaStream_t stream = nullptr) const {
     std::vector<char> host(tensor_.bytes());
-    absl::Status copied = buffer_.CopyToHost(host.data(), host.size());
+    absl::Status copied = buffer_.CopyToHost(host.data(), host.size(), stream);
     if (!copied.ok()) return copied;
     std::vector<float> values(tensor_.numel());
     for (size_t i = 0; i < values.size(); ++i) {

@@ -7,8 +7,10 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "engine/optim/device_loss_scaler.h"
 #include "engine/optim/grad_norm.h"
 #include "engine/optim/optimizer.h"
@@ -43,8 +45,11 @@ Tensor DeviceTensor(const Shape& shape) {
   return Tensor(std::move(storage), shape, DType::kF32);
 }
 
+// Done for every stream on return: a pageable cudaMemcpy may return before its
+// DMA on the legacy stream ends, which a non-blocking stream does not wait for.
 void Upload(const Tensor& host, const Tensor& device) {
   ASSERT_EQ(cudaMemcpy(device.raw(), host.raw(), host.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 std::vector<float> Download(const Tensor& device) {
@@ -143,6 +148,53 @@ INSTANTIATE_TEST_SUITE_P(
                       Config(OptimizerKind::kLars, 0.9f, false, 1e-3f), Config(OptimizerKind::kLars, 0.0f, false, 0.0f),
                       Config(OptimizerKind::kLamb, 0.0f, false, 0.01f)));
 
+// On the trainer's kind of stream (non-blocking): a layer that replaced a
+// grad tensor makes the next Step rebuild the table. Inside a graph capture
+// that is refused before anything is enqueued (the capture stays valid);
+// eagerly the rebuilt table is copied on the step's stream and used at once.
+TEST(FusedUpdateStreamTest, TableRebuildRunsOnTheStepStreamAndIsRefusedInACapture) {
+  SKIP_WITHOUT_DEVICE();
+  const OptimizerConfig config = Config(OptimizerKind::kAdamW, 0.0f, false, 0.1f);
+  TestParams host(StandardSpecs(), 11);
+  DeviceParams device(host);
+  auto cpu = Optimizer::Create(config, host.list());
+  auto gpu = Optimizer::Create(config, device.list());
+  ASSERT_TRUE(cpu.ok() && gpu.ok());
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  (*gpu)->SetDeviceStep({stream, nullptr});
+  std::mt19937 rng(13);
+  host.SetGrads(RandomGrads(host, rng, 0.5f), 1.0f);
+  device.CopyGradsFrom(host);
+  ASSERT_TRUE((*cpu)->Step(0.01f, 1.0f).ok());
+  ASSERT_TRUE((*gpu)->Step(0.01f, 1.0f).ok());
+
+  // Parameter 0 gets a new grad tensor with new grads; the old one keeps the
+  // old grads (a stale table would read them).
+  Parameter* replaced = device.list()[0];
+  const Tensor old_grad = replaced->grad;
+  replaced->grad = DeviceTensor(old_grad.shape());
+  host.SetGrads(RandomGrads(host, rng, 0.5f), 1.0f);
+  device.CopyGradsFrom(host);
+
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status in_capture = (*gpu)->Step(0.01f, 1.0f);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "the refused rebuild invalidated the capture";
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  EXPECT_EQ(in_capture.code(), absl::StatusCode::kFailedPrecondition) << in_capture;
+  EXPECT_TRUE(absl::StrContains(in_capture.message(), "not possible inside a CUDA graph capture")) << in_capture;
+  EXPECT_EQ((*gpu)->step_count(), 1);
+
+  ASSERT_TRUE((*cpu)->Step(0.01f, 1.0f).ok());
+  ASSERT_TRUE((*gpu)->Step(0.01f, 1.0f).ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_LE(MaxRelativeError(device.Values(), host.Values()), 1e-5);
+  EXPECT_LE(MaxRelativeError(StateValues(**gpu), StateValues(**cpu)), 1e-5);
+  gpu->reset();
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 TEST(FusedUpdateStateTest, LoadStateRoundTripsThroughTheHost) {
   SKIP_WITHOUT_DEVICE();
   TestParams host(StandardSpecs(), 9);
@@ -172,19 +224,21 @@ void SetDeviceGrads(const TestParams& host, const DeviceParams& device, const st
 }
 
 // Host and device twins of the same parameters, an optimizer over each, and
-// a device loss scaler driving the device one (on the legacy default stream).
+// a device loss scaler driving the device one (on `stream`: the legacy
+// default stream unless given).
 struct ScaledTwins {
-  ScaledTwins(uint32_t seed, const OptimizerConfig& config, const LossScalerConfig& scaler_config)
+  ScaledTwins(uint32_t seed, const OptimizerConfig& config, const LossScalerConfig& scaler_config,
+              cudaStream_t stream = nullptr)
       : host(StandardSpecs(), seed), device(host) {
     auto g = Optimizer::Create(config, device.list());
     auto c = Optimizer::Create(config, host.list());
-    auto s = DeviceLossScaler::Create(scaler_config, device.list(), /*stream=*/nullptr);
+    auto s = DeviceLossScaler::Create(scaler_config, device.list(), stream);
     EXPECT_TRUE(g.ok() && c.ok() && s.ok());
     if (!g.ok() || !c.ok() || !s.ok()) return;
     gpu = std::move(*g);
     cpu = std::move(*c);
     scaler = std::move(*s);
-    gpu->SetDeviceStep({nullptr, scaler->control()});
+    gpu->SetDeviceStep({stream, scaler->control()});
   }
   bool ok() const { return gpu && cpu && scaler; }
 
@@ -246,11 +300,21 @@ TEST(DeviceLossScalerTest, SkipsHalvesAndGrowsOnTheDevice) {
   EXPECT_EQ(s.scaler.skipped_steps, 1);
 }
 
-TEST(DeviceLossScalerTest, ClipsByTheGlobalNormOnTheDevice) {
+// On the legacy default stream, and on a non-blocking stream as the trainer's
+// (the scaler's tables and control block must be copied on it, not on the
+// legacy stream it does not wait for).
+class DeviceLossScalerStreamTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DeviceLossScalerStreamTest, ClipsByTheGlobalNormOnTheDevice) {
   SKIP_WITHOUT_DEVICE();
+  cudaStream_t stream = nullptr;
+  if (GetParam()) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  }
   LossScalerConfig sc;
   sc.enabled = false;  // bf16/fp32: never skips, still clips
-  ScaledTwins t(4, Config(OptimizerKind::kSgd, 0.9f, false, 0.0f), sc);
+  auto t_owner = std::make_unique<ScaledTwins>(4, Config(OptimizerKind::kSgd, 0.9f, false, 0.0f), sc, stream);
+  ScaledTwins& t = *t_owner;
   ASSERT_TRUE(t.ok());
   TestParams& host = t.host;
   DeviceParams& device = t.device;
@@ -269,7 +333,16 @@ TEST(DeviceLossScalerTest, ClipsByTheGlobalNormOnTheDevice) {
   EXPECT_NEAR((*scaler)->Snapshot().grad_norm, norm, 1e-5 * norm);
   EXPECT_EQ((*scaler)->Snapshot().scaler.scale, 1.0f);
   EXPECT_LE(MaxRelativeError(device.Values(), host.Values()), 1e-5);
+  t_owner.reset();
+  if (stream != nullptr) {
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Streams, DeviceLossScalerStreamTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "NonBlocking" : "LegacyDefault");
+                         });
 
 // Gradients spread over ranks (ZeRO-1, pipeline): this rank's sum of squares
 // all-gathered with two other ranks' (a fake all-gather on one GPU: ranks 0

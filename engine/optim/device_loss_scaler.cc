@@ -1,9 +1,19 @@
 // DeviceLossScaler over the CUDA runtime: the control block in device memory,
 // its host copy in pinned memory, and the grad table of the global norm.
+//
+// Every copy is ordered on the scaler's stream (the compute stream, which is
+// non-blocking: it does not wait for the legacy default stream). The grad
+// table goes up once, at Create, from page-locked staging (PinnedUpload). The
+// control block goes up from its pinned host copy, which the host writes only
+// before the first upload (Init) or after a stream synchronisation
+// (LoadState), and the device only after the upload in stream order
+// (Epilogue's read-back): it stays unchanged until the device has read it. Nothing here allocates inside a CUDA graph
+// capture (SumSquaresOverRanks refuses to).
 #include "engine/optim/device_loss_scaler.h"
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -12,6 +22,7 @@
 #include "engine/core/cuda_status.h"
 #include "engine/kernels/grad_norm.h"
 #include "engine/kernels/loss_scale.h"
+#include "engine/optim/pinned_upload.h"
 
 namespace ringmaster::engine::optim {
 namespace {
@@ -32,11 +43,6 @@ kernels::LossScalePolicy PolicyOf(const LossScalerConfig& c) {
   return p;
 }
 
-// Pinned host memory for one control block.
-struct PinnedFree {
-  void operator()(kernels::DeviceStepControl* p) const { cudaFreeHost(p); }
-};
-
 class CudaLossScaler final : public DeviceLossScaler {
  public:
   CudaLossScaler(const LossScalerConfig& config, void* stream) : config_(config), stream_(stream) {}
@@ -54,19 +60,18 @@ class CudaLossScaler final : public DeviceLossScaler {
     ASSIGN_OR_RETURN(entries_, DeviceBuffer::Allocate(std::max<size_t>(entries.size(), 1) * sizeof(entries[0])));
     ASSIGN_OR_RETURN(chunks_, DeviceBuffer::Allocate(std::max<size_t>(chunks.size(), 1) * sizeof(chunks[0])));
     ASSIGN_OR_RETURN(partials_, DeviceBuffer::Allocate(std::max<size_t>(chunks.size(), 1) * sizeof(double)));
-    if (!entries.empty()) RETURN_IF_ERROR(entries_.CopyFromHost(entries.data(), entries.size() * sizeof(entries[0])));
-    if (!chunks.empty()) RETURN_IF_ERROR(chunks_.CopyFromHost(chunks.data(), chunks.size() * sizeof(chunks[0])));
+    RETURN_IF_ERROR(upload_.Enqueue({{entries.data(), entries_.data(), entries.size() * sizeof(entries[0])},
+                                     {chunks.data(), chunks_.data(), chunks.size() * sizeof(chunks[0])}},
+                                    stream()));
     table_ = {static_cast<const kernels::MultiTensorEntry*>(entries_.data()),
               static_cast<const kernels::TensorChunk*>(chunks_.data()), static_cast<int>(entries.size()),
               static_cast<int>(chunks.size())};
 
     ASSIGN_OR_RETURN(control_, DeviceBuffer::Allocate(sizeof(kernels::DeviceStepControl)));
-    kernels::DeviceStepControl* pinned = nullptr;
-    CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned, sizeof(*pinned), cudaHostAllocDefault));
-    host_.reset(pinned);
-    *host_ = kernels::DeviceStepControl{};
-    host_->loss_scale = config_.enabled ? config_.initial_scale : 1.0f;
-    return control_.CopyFromHost(host_.get(), sizeof(*host_));
+    ASSIGN_OR_RETURN(host_buffer_, PinnedBuffer::Allocate(sizeof(kernels::DeviceStepControl)));
+    *host() = kernels::DeviceStepControl{};
+    host()->loss_scale = config_.enabled ? config_.initial_scale : 1.0f;
+    return control_.CopyFromHostAsync(host(), sizeof(kernels::DeviceStepControl), stream());
   }
 
   Tensor flag() const override {
@@ -89,7 +94,15 @@ class CudaLossScaler final : public DeviceLossScaler {
     if (ranks < 1) return absl::InvalidArgumentError(absl::StrCat("sum of squares over ", ranks, " ranks"));
     if (ranks == 1) return absl::OkStatus();
     const size_t bytes = static_cast<size_t>(ranks) * sizeof(double);
-    if (gathered_.bytes() < bytes) {
+    if (gathered_.bytes() < bytes) {  // the first step; eager, before any capture
+      ASSIGN_OR_RETURN(bool capturing, StreamIsCapturing(stream()));
+      if (capturing) {
+        return absl::FailedPreconditionError(
+            "the loss scaler's buffer for the sum of squares over ranks must be allocated (cudaMalloc), which is "
+            "not possible inside a CUDA graph capture; run a step eagerly first");
+      }
+      // A smaller buffer from before may still be read by kernels on the stream.
+      if (gathered_.data() != nullptr) CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
       ASSIGN_OR_RETURN(gathered_, DeviceBuffer::Allocate(bytes));
     }
     double* sum = &device_control()->grad_sum_squares;
@@ -108,17 +121,18 @@ class CudaLossScaler final : public DeviceLossScaler {
   absl::Status Epilogue() override {
     RETURN_IF_ERROR(LaunchStatus(kernels::LaunchLossScaleUpdate(device_control(), PolicyOf(config_), stream_),
                                  "LaunchLossScaleUpdate"));
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_.get(), device_control(), sizeof(kernels::DeviceStepControl),
-                                         cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream_)));
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host(), device_control(), sizeof(kernels::DeviceStepControl),
+                                         cudaMemcpyDeviceToHost, stream()));
     return absl::OkStatus();
   }
 
   StepSnapshot Snapshot() const override {
+    const kernels::DeviceStepControl* h = host();
     StepSnapshot s;
-    s.scaler = {host_->loss_scale, host_->clean_steps, host_->skipped_steps};
-    s.optimizer_steps = host_->optimizer_steps;
-    s.skipped = host_->skip != 0;
-    s.grad_norm = host_->grad_norm;
+    s.scaler = {h->loss_scale, h->clean_steps, h->skipped_steps};
+    s.optimizer_steps = h->optimizer_steps;
+    s.skipped = h->skip != 0;
+    s.grad_norm = h->grad_norm;
     return s;
   }
 
@@ -131,27 +145,32 @@ class CudaLossScaler final : public DeviceLossScaler {
     if (optimizer_steps < 0) {
       return absl::InvalidArgumentError(absl::StrCat("optimizer step count must be >= 0, got ", optimizer_steps));
     }
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
-    *host_ = kernels::DeviceStepControl{};
-    host_->loss_scale = state.scale;
-    host_->clean_steps = state.clean_steps;
-    host_->skipped_steps = state.skipped_steps;
-    host_->optimizer_steps = optimizer_steps;
-    return control_.CopyFromHost(host_.get(), sizeof(*host_));
+    // Nothing pending reads or writes the host copy once the stream is done.
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+    kernels::DeviceStepControl* h = host();
+    *h = kernels::DeviceStepControl{};
+    h->loss_scale = state.scale;
+    h->clean_steps = state.clean_steps;
+    h->skipped_steps = state.skipped_steps;
+    h->optimizer_steps = optimizer_steps;
+    return control_.CopyFromHostAsync(h, sizeof(*h), stream());
   }
 
  private:
+  cudaStream_t stream() const { return static_cast<cudaStream_t>(stream_); }
   kernels::DeviceStepControl* device_control() const {
     return static_cast<kernels::DeviceStepControl*>(control_.data());
   }
+  kernels::DeviceStepControl* host() const { return static_cast<kernels::DeviceStepControl*>(host_buffer_.data()); }
   double* partials() const { return static_cast<double*>(partials_.data()); }
 
   const LossScalerConfig config_;
   void* const stream_;
   DeviceBuffer entries_, chunks_, partials_, control_;
   DeviceBuffer gathered_;  // every rank's sum of squares (SumSquaresOverRanks)
+  PinnedUpload upload_;    // after the buffers: destroyed first, it waits for the copies into them
   kernels::MultiTensorTable table_;
-  std::unique_ptr<kernels::DeviceStepControl, PinnedFree> host_;
+  PinnedBuffer host_buffer_;  // one kernels::DeviceStepControl: the control block's host copy
 };
 
 }  // namespace

@@ -15,9 +15,10 @@
 //    private pool of the backend's caching allocator (caching_allocator.h), so
 //    tensors the graph's kernels write on every replay are never handed to
 //    anything else. Capture runs in cudaStreamCaptureModeThreadLocal on the
-//    compute stream; no host synchronisation or cudaMalloc may happen inside it
-//    (RunInPool warms the pool first, and a capture that needed a cudaMalloc is
-//    reported as failed).
+//    compute stream; no host synchronisation, cudaMalloc or cudaFree may happen
+//    inside it: RunInPool warms the pool first, and during Capture the pool
+//    serves only the blocks it holds (a miss fails that allocation, so the
+//    capture fails and the steps stay eager).
 //
 // Not thread-safe: the training thread owns them.
 

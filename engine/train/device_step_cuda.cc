@@ -112,7 +112,10 @@ class CudaStepGraphs final : public StepGraphs {
     RETURN_IF_ERROR(backend_.Synchronize());  // nothing of the eager steps pending, no old error
     CachingAllocator& allocator = backend_.allocator();
     const int64_t mallocs_before = allocator.stats().raw_mallocs;
-    allocator.BeginPool(pool_id(), stream_key());
+    // kCapture: a block the warm-up did not leave in the pool is
+    // RESOURCE_EXHAUSTED (the capture fails and the steps run eagerly), never
+    // a cudaMalloc or cudaFree that would invalidate the capture.
+    allocator.BeginPool(pool_id(), stream_key(), CachingAllocator::PoolMode::kCapture);
     absl::Status status = CUDA_STATUS(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
     cudaGraph_t graph = nullptr;
     if (status.ok()) {
