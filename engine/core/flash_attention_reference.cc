@@ -104,8 +104,8 @@ void QueryBlock(const Recompute& rc, int64_t q0, const FlashTiles& tl, std::vect
   for (int64_t i = q0; i < q1; ++i) {
     float* dq = dqkv->data() + hd.QkvRow(i);
     std::fill(dq, dq + hd.hd, 0.0f);
-    for (int64_t k0 = 0; k0 < q1; k0 += tl.k_cols) {
-      for (int64_t j = k0; j < std::min({k0 + tl.k_cols, hd.t, i + 1}); ++j) {
+    for (int64_t k0 = 0; k0 < q1; k0 += tl.dq_cols) {
+      for (int64_t j = k0; j < std::min({k0 + tl.dq_cols, hd.t, i + 1}); ++j) {
         float p, ds;
         rc.At(i, j, &p, &ds);
         const float* k = rc.qkv.data() + hd.QkvRow(j) + hd.c;

@@ -6,18 +6,21 @@
 // and backward recomputation from the logsumexp, in plain serial loops, so
 // the algorithm is tested against the naive reference without a GPU.
 // Layouts as Backend's attention: qkv [b, t, 3c] (q, k, v each
-// [b, t, nh, c / nh]), out and dout [b, t, c], lse [b, nh, t]. fp32 only.
+// [b, t, nh, c / nh]), out and dout [b, t, c], lse [b, nh, t]. fp32 only (the
+// kernels' 16-bit storage is their fp32 math on rounded inputs, rounded once).
 
 #include <cstdint>
 #include <vector>
 
 namespace ringmaster::engine::ref {
 
-// Tile sizes, in rows. Forward and the dQ pass: blocks of q_rows queries
-// stream key tiles of k_cols. The dK/dV pass: blocks of kv_rows keys stream
-// query tiles of kv_stream rows. The defaults are the CUDA kernels'.
+// Tile sizes, in rows. Forward: blocks of q_rows queries stream key tiles of
+// k_cols. The dK/dV pass: blocks of kv_rows keys stream query tiles of
+// kv_stream rows. The dQ pass: blocks of q_rows queries stream key tiles of
+// dq_cols. The defaults are the CUDA kernels' (flash_attention_tiles.cuh:
+// kBlockRows, kKeyTile, kBlockRows, kBwdTile, kBwdTile).
 struct FlashTiles {
-  int64_t q_rows = 64, k_cols = 32, kv_rows = 64, kv_stream = 16;
+  int64_t q_rows = 64, k_cols = 32, kv_rows = 64, kv_stream = 16, dq_cols = 16;
 };
 
 struct FlashForwardResult {

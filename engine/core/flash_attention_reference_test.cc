@@ -43,11 +43,11 @@ std::vector<float> NaiveLse(int64_t b, int64_t t, int64_t c, int64_t nh, const s
 
 TEST(FlashAttentionReferenceTest, MatchesNaiveAttentionForwardAndBackward) {
   const Case cases[] = {
-      {2, 37, 3, 8, {8, 5, 8, 3}},     // T a multiple of no tile; B * H = 6
-      {1, 1, 2, 16, {}},               // T = 1
-      {1, 64, 1, 64, {64, 32, 64, 16}},  // the CUDA tiles, exactly one query block
-      {2, 100, 2, 32, {}},             // the CUDA tiles, partial last blocks
-      {1, 50, 2, 4, {7, 16, 5, 9}},    // key tiles wider than query tiles
+      {2, 37, 3, 8, {8, 5, 8, 3, 6}},    // T a multiple of no tile; B * H = 6
+      {1, 1, 2, 16, {}},                 // T = 1
+      {1, 64, 1, 64, {}},                // the CUDA tiles, exactly one query block
+      {2, 100, 2, 32, {}},               // the CUDA tiles, partial last blocks
+      {1, 50, 2, 4, {7, 16, 5, 9, 11}},  // key tiles wider than query tiles
   };
   uint64_t seed = 30;
   for (const Case& k : cases) {

@@ -1,270 +1,257 @@
-// Flash attention kernels (forward; backward's row dots, dK/dV and dQ). One
-// block is one (batch * head, tile) and each thread owns one row of the tile
-// (a query row, or a key row in the dK/dV pass), holding its accumulators in
-// registers; the other operand streams through shared memory, read by all
-// threads at the same address (broadcast).
+// Flash attention kernels (flash_attention.h): causal FlashAttention-2 in fp32
+// on CUDA cores, storage type T (float, __half or __nv_bfloat16) for qkv, out,
+// dout and dqkv, fp32 for lse and dsum; every stored value is rounded once.
+// Register-tiled: a block of 128 threads owns 64 rows and each thread 4 x 4
+// (forward) or 4 x 2 (backward) scores and a 4 x 8 block of the output rows;
+// flash_attention_tiles.cuh has the roles and the shared-memory layouts.
+// Deterministic: no atomics; every sum runs in a fixed order.
 //
-// Included by flash_attention.cu (nvcc) and by flash_attention_emulation_test.cc
-// (the host compiler, with threads and a barrier standing in for a block), so
-// it includes nothing: the includer provides AttentionDims, FloatType,
-// kFlashMaxHeadSize, RoundTo, float4 and the CUDA built-ins. Launch shapes:
-// FlashForwardKernel and FlashBackwardQKernel grid (b * nh, ceil(t / kQRows)),
-// kQRows threads; FlashBackwardKvKernel grid (b * nh, ceil(t / kKvRows)),
-// kKvRows threads; RowDotKernel any grid (grid-stride).
+// Launch shapes (flash_attention.cu; the host tests use the same):
+//   FlashForwardKernel, FlashBackwardKvKernel, FlashBackwardQKernel:
+//     grid TileGrid(d) = (b * nh, ceil(t / 64)), kTileThreads = 128 threads,
+//     static shared memory only (44,032 bytes forward, 47,616 backward: under
+//     the 48 KB that needs no opt-in);
+//   RowDotKernel: grid GridFor(8 * b * nh * t, kRowDotThreads), kRowDotThreads
+//     = 256 threads (8 lanes per row; any grid: grid-stride).
+// Backward runs RowDotKernel, then FlashBackwardKvKernel, then
+// FlashBackwardQKernel (the last two only read dsum).
+//
+// Included by flash_attention.cu and by flash_attention_emulation_test.cc
+// (host_cuda); includes only headers the host harness compiles. The includer
+// provides the CUDA built-ins and AttentionDims (engine/kernels/attention.h).
 #ifndef RINGMASTER_ENGINE_KERNELS_FLASH_ATTENTION_KERNELS_CUH_
 #define RINGMASTER_ENGINE_KERNELS_FLASH_ATTENTION_KERNELS_CUH_
 
+#include "engine/kernels/device_util.cuh"
+#include "engine/kernels/flash_attention_tiles.cuh"
+
 namespace ringmaster::kernels::flash {
 
-constexpr int kHd = static_cast<int>(kFlashMaxHeadSize);
-constexpr int kPad = kHd + 1;   // row stride of per-thread rows in shared memory (no bank conflicts)
-constexpr int kQRows = 64;      // queries per block: forward and dQ
-constexpr int kKCols = 32;      // keys per streamed tile: forward and dQ
-constexpr int kKvRows = 64;     // keys per block: dK/dV
-constexpr int kKvStream = 16;   // queries per streamed tile: dK/dV
-// Must match engine/core/flash_attention_reference.h's FlashTiles defaults.
+// Blocks an SM should hold (steers ptxas's register budget): shared memory
+// allows 5 of each tile kernel; registers then allow 4 (at most 128 each).
+constexpr int kMinBlocks = 4;
+constexpr int kRowDotThreads = 256;
 
-// Offsets of (batch, time, head) in the fused layouts.
-struct Layout {
-  AttentionDims d;
-  __device__ int64_t Qkv(int64_t bi, int64_t i, int64_t h) const { return ((bi * d.t + i) * 3 * d.nh + h) * d.hd; }
-  __device__ int64_t Out(int64_t bi, int64_t i, int64_t h) const { return ((bi * d.t + i) * d.nh + h) * d.hd; }
-  __device__ int64_t C() const { return d.nh * d.hd; }
-};
+// The own-row block this block works on; heaviest first (causal: later query
+// blocks see more keys), so the last wave is short.
+__device__ __forceinline__ int QueryBlockStart() { return static_cast<int>(gridDim.y - 1 - blockIdx.y) * kBlockRows; }
 
-// rows x kHd tile starting at row r0 of `src` (part offset already applied),
-// rows past t and columns past hd zero; dst row stride `stride`.
-__device__ void LoadTile(const float* src, const Layout& L, int64_t bi, int64_t h, int64_t r0, int rows, bool fused,
-                         float* dst, int stride) {
-  for (int idx = threadIdx.x; idx < rows * kHd; idx += blockDim.x) {
-    const int r = idx / kHd, e = idx % kHd;
-    const int64_t i = r0 + r;
-    float v = 0.0f;
-    if (i < L.d.t && e < L.d.hd) v = src[(fused ? L.Qkv(bi, i, h) : L.Out(bi, i, h)) + e];
-    dst[r * stride + e] = v;
+// out = softmax(scale q k^T, causal) v, lse = log sum_{j <= i} exp(scale q_i . k_j).
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads, kMinBlocks)
+    FlashForwardKernel(const T* qkv, AttentionDims d, float scale, T* out, float* lse) {
+  __shared__ OwnTile qs;
+  __shared__ StreamTile<kKeyTile> ks, vs;
+  __shared__ ScoreTile<kKeyTile> ps;
+  const Roles w = ThisThread();
+  const int64_t bh = blockIdx.x;
+  const int t = static_cast<int>(d.t), q0 = QueryBlockStart();
+  const int k_end = min(q0 + kBlockRows, t);  // keys past the block's last query: none visible
+  const float scale2 = scale * kLog2e;
+  const HeadRows<const T> k_src = QkvRows(qkv, d, bh, 1), v_src = QkvRows(qkv, d, bh, 2);
+  LoadOwn(QkvRows(qkv, d, bh, 0), q0, &qs);
+  float m[4], l[4], o[4][8];  // per own row: running max (log2 units), this lane's share of the sum, output
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    m[a] = -INFINITY;
+    l[a] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[a][e] = 0.0f;
   }
-}
-
-__device__ void LoadRowRegs(const float* src, int64_t off, bool valid, int hd, float (&x)[kHd]) {
+  for (int k0 = 0; k0 < k_end; k0 += kKeyTile) {
+    __syncthreads();  // the last tile's K and V are read (and, the first time, nothing)
+    LoadStreamed(k_src, k0, &ks);
+    LoadStreamed(v_src, k0, &vs);
+    __syncthreads();
+    float s[4][4] = {};
+    DotTile<2>(qs, ks, w, s);
 #pragma unroll
-  for (int e = 0; e < kHd; ++e) x[e] = valid && e < hd ? src[off + e] : 0.0f;
-}
-
-// Shared-memory rows of kHd floats at 16-byte aligned addresses (the unpadded
-// tiles) are read as float4: one shared load per four FMAs instead of one.
-// sum_e x[e] * y[e]; x a register array or any shared row, y aligned.
-template <typename X>
-__device__ __forceinline__ float Dot4(const X& x, const float* y) {
-  const float4* y4 = reinterpret_cast<const float4*>(y);
-  float s = 0.0f;
+    for (int a = 0; a < 4; ++a) {
+      const int i = q0 + w.rg + 16 * a;
+      float mx = -INFINITY;
 #pragma unroll
-  for (int e = 0; e < kHd / 4; ++e) {
-    const float4 v = y4[e];
-    s = fmaf(x[4 * e], v.x, s);
-    s = fmaf(x[4 * e + 1], v.y, s);
-    s = fmaf(x[4 * e + 2], v.z, s);
-    s = fmaf(x[4 * e + 3], v.w, s);
-  }
-  return s;
-}
-
-// acc[e] += a * y[e]; y an aligned shared row.
-__device__ __forceinline__ void Axpy4(float a, const float* y, float (&acc)[kHd]) {
-  const float4* y4 = reinterpret_cast<const float4*>(y);
+      for (int b = 0; b < 4; ++b) {
+        s[a][b] = k0 + w.cg + 8 * b <= i ? s[a][b] * scale2 : -INFINITY;
+        mx = fmaxf(mx, s[a][b]);
+      }
+      // Finite: key 0 is visible from every row, in the first tile.
+      const float m_new = fmaxf(m[a], RowMax8(mx)), corr = exp2f(m[a] - m_new);
+      m[a] = m_new;
+      l[a] *= corr;
 #pragma unroll
-  for (int e = 0; e < kHd / 4; ++e) {
-    const float4 v = y4[e];
-    acc[4 * e] = fmaf(a, v.x, acc[4 * e]);
-    acc[4 * e + 1] = fmaf(a, v.y, acc[4 * e + 1]);
-    acc[4 * e + 2] = fmaf(a, v.z, acc[4 * e + 2]);
-    acc[4 * e + 3] = fmaf(a, v.w, acc[4 * e + 3]);
-  }
-}
-
-// The query block of the forward and dQ kernels: this thread's row i and the
-// key tiles [0, k_end) its block visits (causal: later tiles are skipped).
-struct QueryBlock {
-  int64_t bh, bi, h, q0, i, k_end;
-  bool row_ok;
-};
-
-__device__ QueryBlock ThisQueryBlock(const AttentionDims& d) {
-  QueryBlock qb;
-  qb.bh = blockIdx.x;
-  qb.bi = qb.bh / d.nh;
-  qb.h = qb.bh % d.nh;
-  qb.q0 = int64_t{blockIdx.y} * kQRows;
-  qb.i = qb.q0 + threadIdx.x;
-  qb.row_ok = qb.i < d.t;
-  qb.k_end = qb.q0 + kQRows < d.t ? qb.q0 + kQRows : d.t;
-  return qb;
-}
-
-// This thread's query row into q (zero-padded to kHd) and a zeroed accumulator.
-__device__ __forceinline__ void StartQueryRow(const float* qkv, const Layout& L, const QueryBlock& qb, float (&q)[kHd],
-                                              float (&acc)[kHd]) {
-  LoadRowRegs(qkv, qb.row_ok ? L.Qkv(qb.bi, qb.i, qb.h) : 0, qb.row_ok, static_cast<int>(L.d.hd), q);
+      for (int e = 0; e < 8; ++e) o[a][e] *= corr;
+      float* p_row = ps.OwnRow(w, a);
 #pragma unroll
-  for (int e = 0; e < kHd; ++e) acc[e] = 0.0f;
-}
-
-// A streamed tile of kKCols keys and values (rows 16-byte aligned: Dot4, Axpy4).
-struct KeyValueTile {
-  __align__(16) float k[kKCols * kHd];
-  __align__(16) float v[kKCols * kHd];
-};
-
-// The tile at k0 of K and V into shared memory, between barriers.
-__device__ void LoadKeyValueTile(const float* qkv, const Layout& L, const QueryBlock& qb, int64_t k0,
-                                 KeyValueTile* kv) {
-  __syncthreads();
-  LoadTile(qkv + L.C(), L, qb.bi, qb.h, k0, kKCols, true, kv->k, kHd);
-  LoadTile(qkv + 2 * L.C(), L, qb.bi, qb.h, k0, kKCols, true, kv->v, kHd);
-  __syncthreads();
-}
-
-__global__ void __launch_bounds__(kQRows) FlashForwardKernel(const float* qkv, AttentionDims d, float scale,
-                                                             float* out, float* lse, FloatType round) {
-  __shared__ KeyValueTile kv;
-  const Layout L{d};
-  const QueryBlock qb = ThisQueryBlock(d);
-  float q[kHd], o[kHd];
-  StartQueryRow(qkv, L, qb, q, o);
-  float m = -INFINITY, l = 0.0f;
-  for (int64_t k0 = 0; k0 < qb.k_end; k0 += kKCols) {
-    LoadKeyValueTile(qkv, L, qb, k0, &kv);
-    float s[kKCols];
-    float tile_max = -INFINITY;
-#pragma unroll
-    for (int jj = 0; jj < kKCols; ++jj) {
-      const int64_t j = k0 + jj;
-      s[jj] = j <= qb.i && j < d.t ? scale * Dot4(q, kv.k + jj * kHd) : -INFINITY;
-      tile_max = fmaxf(tile_max, s[jj]);
+      for (int b = 0; b < 4; ++b) {
+        const float p = exp2f(s[a][b] - m_new);
+        l[a] += p;
+        p_row[w.cg + 8 * b] = p;
+      }
     }
-    const float m_new = fmaxf(m, tile_max);  // finite: key 0 is in the first tile
-    const float corr = expf(m - m_new);
-    l *= corr;
-#pragma unroll
-    for (int e = 0; e < kHd; ++e) o[e] *= corr;
-#pragma unroll
-    for (int jj = 0; jj < kKCols; ++jj) {
-      const float p = expf(s[jj] - m_new);
-      l += p;
-      Axpy4(p, kv.v + jj * kHd, o);
-    }
-    m = m_new;
+    __syncwarp();  // each row's 8 lanes (one warp) wrote its probabilities
+    AccumulateTile(ps, vs, w, o);
   }
-  if (!qb.row_ok) return;
-  const float inv = 1.0f / l;
-  float* dst = out + L.Out(qb.bi, qb.i, qb.h);
+  const HeadRows<T> dst = OutRows(out, d, bh);
 #pragma unroll
-  for (int e = 0; e < kHd; ++e)  // constant indices keep o in registers
-    if (e < d.hd) dst[e] = RoundTo(round, o[e] * inv);
-  lse[qb.bh * d.t + qb.i] = m + logf(l);
+  for (int a = 0; a < 4; ++a) {
+    const float sum = RowSum8(l[a]);
+    const int i = q0 + w.rg + 16 * a;
+    if (i >= t) continue;
+    StoreRow(dst, i, w, o[a], 1.0f / sum);
+    if (w.cg == 0) lse[bh * t + i] = (m[a] + log2f(sum)) * kLn2;
+  }
 }
 
-// Backward's recomputation for one (query i, key j) from qk = q_i . k_j and
-// dp = dout_i . v_j: p = exp(scale qk - lse_i) (0 where j is not visible from
-// i), ds = p (dp - dsum_i).
-__device__ __forceinline__ void Recompute(float qk, float dp, bool visible, float scale, float lse_i, float dsum_i,
-                                          float* p, float* ds) {
-  *p = visible ? expf(scale * qk - lse_i) : 0.0f;
-  *ds = *p * (dp - dsum_i);
-}
-
-// dsum[bh, i] = dout_i . out_i, one thread per row.
-__global__ void RowDotKernel(const float* out, const float* dout, AttentionDims d, float* dsum) {
-  const Layout L{d};
-  const int64_t n = d.b * d.nh * d.t;
-  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < n; r += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t i = r % d.t, bh = r / d.t, bi = bh / d.nh, h = bh % d.nh;
-    const int64_t off = L.Out(bi, i, h);
+// dsum[bh, i] = dout_i . out_i (fp32 from the stored values): 8 lanes per row.
+template <typename T>
+__global__ void __launch_bounds__(kRowDotThreads)
+    RowDotKernel(const T* out, const T* dout, AttentionDims d, float* dsum) {
+  const int64_t rows = d.b * d.nh * d.t;
+  const int lane8 = static_cast<int>(threadIdx.x % 8);
+  // Whole warps (4 rows each) per step: every lane reaches the shuffles.
+  for (int64_t r0 = GlobalThread() / 32 * 4; r0 < rows; r0 += GlobalStride() / 8) {
+    const int64_t r = r0 + threadIdx.x % 32 / 8;
     float s = 0.0f;
-    for (int64_t e = 0; e < d.hd; ++e) s += dout[off + e] * out[off + e];
-    dsum[r] = s;
+    if (r < rows) {
+      const int64_t bh = r / d.t, i = r % d.t;
+      const HeadRows<const T> o = OutRows(out, d, bh), g = OutRows(dout, d, bh);
+      for (int e = lane8; e < o.hd; e += 8)
+        s = fmaf(ToFloat(g.base[i * g.stride + e]), ToFloat(o.base[i * o.stride + e]), s);
+    }
+    s = RowSum8(s);
+    if (r < rows && lane8 == 0) dsum[r] = s;
   }
 }
 
-// dK, dV of the block's key rows; query tiles from the block's first key on
-// (earlier queries see none of its keys).
-__global__ void __launch_bounds__(kKvRows) FlashBackwardKvKernel(const float* qkv, const float* dout, const float* lse,
-                                                                 const float* dsum, AttentionDims d, float scale,
-                                                                 float* dqkv, FloatType round) {
-  __shared__ float ks[kKvRows * kPad], vs[kKvRows * kPad];  // own rows
-  __shared__ __align__(16) float qs[kKvStream * kHd];  // streamed query rows
-  __shared__ __align__(16) float dos[kKvStream * kHd];
-  __shared__ float ls[kKvStream], ds_row[kKvStream];
-  const Layout L{d};
-  const int64_t bh = blockIdx.x, bi = bh / d.nh, h = bh % d.nh;
-  const int64_t k0 = int64_t{blockIdx.y} * kKvRows, j = k0 + threadIdx.x;
-  LoadTile(qkv + L.C(), L, bi, h, k0, kKvRows, true, ks, kPad);
-  LoadTile(qkv + 2 * L.C(), L, bi, h, k0, kKvRows, true, vs, kPad);
-  const float* kr = ks + threadIdx.x * kPad;
-  const float* vr = vs + threadIdx.x * kPad;
-  float dk[kHd], dv[kHd];
+// dK, dV of the block's 64 keys j (row j of dqkv's k and v parts): over the
+// query tiles from the block's first key on (earlier queries see none of its
+// keys), P^T = exp(scale K Q^T - lse) and dS^T = P^T (V dO^T - dsum), then
+// dV += P^T dO and dK += dS^T Q; dK is scaled at the end.
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads, kMinBlocks)
+    FlashBackwardKvKernel(const T* qkv, const T* dout, const float* lse, const float* dsum, AttentionDims d,
+                          float scale, T* dqkv) {
+  __shared__ OwnTile ks, vs;
+  __shared__ StreamTile<kBwdTile> qs, dos;
+  __shared__ ScoreTile<kBwdTile> ps;  // P^T, then dS^T, of the current tile
+  const Roles w = ThisThread();
+  const int64_t bh = blockIdx.x;
+  const int t = static_cast<int>(d.t), j0 = static_cast<int>(blockIdx.y) * kBlockRows;  // heaviest (j0 = 0) first
+  const float scale2 = scale * kLog2e;
+  const HeadRows<const T> q_src = QkvRows(qkv, d, bh, 0), do_src = OutRows(dout, d, bh);
+  const float *lse_h = lse + bh * t, *dsum_h = dsum + bh * t;
+  LoadOwn(QkvRows(qkv, d, bh, 1), j0, &ks);
+  LoadOwn(QkvRows(qkv, d, bh, 2), j0, &vs);
+  float dk[4][8], dv[4][8];
 #pragma unroll
-  for (int e = 0; e < kHd; ++e) dk[e] = dv[e] = 0.0f;
-  for (int64_t s0 = k0; s0 < d.t; s0 += kKvStream) {
-    __syncthreads();
-    LoadTile(qkv, L, bi, h, s0, kKvStream, true, qs, kHd);
-    LoadTile(dout, L, bi, h, s0, kKvStream, false, dos, kHd);
-    if (threadIdx.x < kKvStream) {
-      const int64_t i = s0 + threadIdx.x;
-      ls[threadIdx.x] = i < d.t ? lse[bh * d.t + i] : 0.0f;
-      ds_row[threadIdx.x] = i < d.t ? dsum[bh * d.t + i] : 0.0f;
-    }
-    __syncthreads();
-    for (int ii = 0; ii < kKvStream; ++ii) {
-      const int64_t i = s0 + ii;
-      if (i >= d.t) break;  // the same for every thread
-      const float* qr = qs + ii * kHd;
-      const float* dor = dos + ii * kHd;
-      float p, ds;  // kr, vr: padded rows; qr, dor: aligned
-      Recompute(Dot4(kr, qr), Dot4(vr, dor), j <= i, scale, ls[ii], ds_row[ii], &p, &ds);
-      Axpy4(p, dor, dv);
-      Axpy4(ds, qr, dk);
-    }
+  for (int a = 0; a < 4; ++a) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dk[a][e] = dv[a][e] = 0.0f;
   }
-  if (j >= d.t) return;
-  float* dst = dqkv + L.Qkv(bi, j, h) + L.C();
+  for (int s0 = j0; s0 < t; s0 += kBwdTile) {
+    float lse2[2], dsum_i[2];  // of the streamed queries cg + 8 b (lse in log2 units)
 #pragma unroll
-  for (int e = 0; e < kHd; ++e) {
-    if (e < d.hd) {
-      dst[e] = RoundTo(round, scale * dk[e]);
-      dst[L.C() + e] = RoundTo(round, dv[e]);
+    for (int b = 0; b < 2; ++b) {
+      const int i = s0 + w.cg + 8 * b;
+      lse2[b] = i < t ? lse_h[i] * kLog2e : 0.0f;
+      dsum_i[b] = i < t ? dsum_h[i] : 0.0f;
     }
+    __syncthreads();  // the last tile's Q, dO and scores are read
+    LoadStreamed(q_src, s0, &qs);
+    LoadStreamed(do_src, s0, &dos);
+    __syncthreads();
+    float st[4][2] = {}, dpt[4][2] = {};
+    DotTile<1>(ks, qs, w, st);
+    DotTile<1>(vs, dos, w, dpt);
+    float ds[4][2];
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const int j = j0 + w.rg + 16 * a;
+      float* p_row = ps.OwnRow(w, a);
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        // Queries past t: zero rows of Q and dO with lse = dsum = 0, so they add 0 * p.
+        const float p = j <= s0 + w.cg + 8 * b ? exp2f(st[a][b] * scale2 - lse2[b]) : 0.0f;
+        ds[a][b] = p * (dpt[a][b] - dsum_i[b]);
+        p_row[w.cg + 8 * b] = p;
+      }
+    }
+    __syncwarp();  // P^T rows written by their 8 lanes
+    AccumulateTile(ps, dos, w, dv);
+    __syncwarp();  // ... and read
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      float* p_row = ps.OwnRow(w, a);
+#pragma unroll
+      for (int b = 0; b < 2; ++b) p_row[w.cg + 8 * b] = ds[a][b];
+    }
+    __syncwarp();
+    AccumulateTile(ps, qs, w, dk);
+  }
+  const HeadRows<T> dk_dst = QkvRows(dqkv, d, bh, 1), dv_dst = QkvRows(dqkv, d, bh, 2);
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int j = j0 + w.rg + 16 * a;
+    if (j >= t) continue;
+    StoreRow(dk_dst, j, w, dk[a], scale);
+    StoreRow(dv_dst, j, w, dv[a], 1.0f);
   }
 }
 
-// dQ of the block's query rows; key tiles up to the block's last query.
-__global__ void __launch_bounds__(kQRows) FlashBackwardQKernel(const float* qkv, const float* dout, const float* lse,
-                                                               const float* dsum, AttentionDims d, float scale,
-                                                               float* dqkv, FloatType round) {
-  __shared__ float dos[kQRows * kPad];  // own rows
-  __shared__ KeyValueTile kv;
-  const Layout L{d};
-  const QueryBlock qb = ThisQueryBlock(d);
-  float q[kHd], dq[kHd];
-  StartQueryRow(qkv, L, qb, q, dq);
-  LoadTile(dout, L, qb.bi, qb.h, qb.q0, kQRows, false, dos, kPad);
-  const float* dor = dos + threadIdx.x * kPad;
-  const float lse_i = qb.row_ok ? lse[qb.bh * d.t + qb.i] : 0.0f, d_i = qb.row_ok ? dsum[qb.bh * d.t + qb.i] : 0.0f;
-  for (int64_t k0 = 0; k0 < qb.k_end; k0 += kKCols) {
-    LoadKeyValueTile(qkv, L, qb, k0, &kv);
-    for (int jj = 0; jj < kKCols; ++jj) {
-      const int64_t j = k0 + jj;
-      const float* kr = kv.k + jj * kHd;
-      const float* vr = kv.v + jj * kHd;
-      float p, ds;  // dor: a padded row; kr, vr: aligned
-      Recompute(Dot4(q, kr), Dot4(dor, vr), j <= qb.i && j < d.t, scale, lse_i, d_i, &p, &ds);
-      Axpy4(ds, kr, dq);
-    }
-  }
-  if (!qb.row_ok) return;
-  float* dst = dqkv + L.Qkv(qb.bi, qb.i, qb.h);
+// dQ of the block's 64 queries (dqkv's q part): over the key tiles up to the
+// block's last query, dS = exp(scale Q K^T - lse) (dO V^T - dsum), dQ += dS K;
+// scaled at the end.
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads, kMinBlocks)
+    FlashBackwardQKernel(const T* qkv, const T* dout, const float* lse, const float* dsum, AttentionDims d, float scale,
+                         T* dqkv) {
+  __shared__ OwnTile qs, dos;
+  __shared__ StreamTile<kBwdTile> ks, vs;
+  __shared__ ScoreTile<kBwdTile> dss;
+  const Roles w = ThisThread();
+  const int64_t bh = blockIdx.x;
+  const int t = static_cast<int>(d.t), q0 = QueryBlockStart();
+  const int k_end = min(q0 + kBlockRows, t);
+  const float scale2 = scale * kLog2e;
+  const HeadRows<const T> k_src = QkvRows(qkv, d, bh, 1), v_src = QkvRows(qkv, d, bh, 2);
+  LoadOwn(QkvRows(qkv, d, bh, 0), q0, &qs);
+  LoadOwn(OutRows(dout, d, bh), q0, &dos);
+  float lse2[4], dsum_i[4], dq[4][8];
 #pragma unroll
-  for (int e = 0; e < kHd; ++e)
-    if (e < d.hd) dst[e] = RoundTo(round, scale * dq[e]);
+  for (int a = 0; a < 4; ++a) {
+    const int i = q0 + w.rg + 16 * a;
+    lse2[a] = i < t ? lse[bh * t + i] * kLog2e : 0.0f;
+    dsum_i[a] = i < t ? dsum[bh * t + i] : 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dq[a][e] = 0.0f;
+  }
+  for (int k0 = 0; k0 < k_end; k0 += kBwdTile) {
+    __syncthreads();  // the last tile's K, V and scores are read
+    LoadStreamed(k_src, k0, &ks);
+    LoadStreamed(v_src, k0, &vs);
+    __syncthreads();
+    float s[4][2] = {}, dp[4][2] = {};
+    DotTile<1>(qs, ks, w, s);
+    DotTile<1>(dos, vs, w, dp);
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const int i = q0 + w.rg + 16 * a;
+      float* ds_row = dss.OwnRow(w, a);
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const float p = k0 + w.cg + 8 * b <= i ? exp2f(s[a][b] * scale2 - lse2[a]) : 0.0f;
+        ds_row[w.cg + 8 * b] = p * (dp[a][b] - dsum_i[a]);
+      }
+    }
+    __syncwarp();  // dS rows written by their 8 lanes
+    AccumulateTile(dss, ks, w, dq);
+  }
+  const HeadRows<T> dst = QkvRows(dqkv, d, bh, 0);
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int i = q0 + w.rg + 16 * a;
+    if (i < t) StoreRow(dst, i, w, dq[a], scale);
+  }
 }
 
 }  // namespace ringmaster::kernels::flash

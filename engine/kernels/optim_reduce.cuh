@@ -1,10 +1,11 @@
-// Device helpers of the optimizer kernels: chunk bounds and a deterministic
-// fp64 block sum (a fixed shuffle tree per warp, then the warps in order).
+// Device helpers of the optimizer kernels (grad_norm, optim_update): chunk
+// bounds and a deterministic fp64 block sum (a fixed shuffle tree per warp,
+// then the warps in order). Includes device_util.cuh and the plain C++ table
+// types; the includer provides the CUDA built-ins (host harness or nvcc).
 #ifndef RINGMASTER_ENGINE_KERNELS_OPTIM_REDUCE_CUH_
 #define RINGMASTER_ENGINE_KERNELS_OPTIM_REDUCE_CUH_
 
-#include <cuda_runtime.h>
-
+#include "engine/kernels/device_util.cuh"
 #include "engine/kernels/optim_multi_tensor.h"
 
 namespace ringmaster::kernels {
@@ -23,7 +24,8 @@ __device__ inline ChunkRange BlockChunk(const MultiTensorTable& table) {
 }
 
 // Sum of `v` over the block (blockDim.x a multiple of 32, at most 1024); the
-// result is valid in thread 0. Same inputs, same order, same result.
+// result is valid in thread 0. Same inputs, same order, same result. Every
+// thread of the block must call.
 __device__ inline double BlockSum(double v) {
   __shared__ double warp_sums[32];
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);

@@ -1,69 +1,35 @@
-// Max pooling kernels, then their launchers.
+// Max pooling launchers (pooling.h); the kernels are in pooling_kernels.cuh.
 #include "engine/kernels/kernel_util.cuh"
 #include "engine/kernels/pooling.h"
+// After kernel_util.cuh: the kernels use the CUDA built-ins it brings.
+#include "engine/kernels/pooling_kernels.cuh"
 
 namespace ringmaster::kernels {
-namespace {
 
-// Index (in the plane) of the first maximum of window (i, j), scanning rows then columns.
-__device__ __forceinline__ int64_t FirstMax(const float* xp, int64_t w, int64_t k, int64_t s, int64_t i, int64_t j) {
-  int64_t best = (i * s) * w + j * s;
-  for (int64_t a = 0; a < k; ++a)
-    for (int64_t b = 0; b < k; ++b) {
-      const int64_t idx = (i * s + a) * w + j * s + b;
-      if (xp[idx] > xp[best]) best = idx;
-    }
-  return best;
-}
-
-__global__ void MaxPoolForwardKernel(const float* x, int64_t planes, int64_t h, int64_t w, int64_t k, int64_t s,
-                                     int64_t oh, int64_t ow, float* y) {
-  const int64_t total = planes * oh * ow;
-  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
-       idx += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t p = idx / (oh * ow), i = (idx / ow) % oh, j = idx % ow;
-    const float* xp = x + p * h * w;
-    y[idx] = xp[FirstMax(xp, w, k, s, i, j)];
-  }
-}
-
-// One thread per input element: gathers from the windows that contain it.
-__global__ void MaxPoolBackwardKernel(const float* x, const float* dy, int64_t planes, int64_t h, int64_t w,
-                                      int64_t k, int64_t s, int64_t oh, int64_t ow, float* dx, FloatType round) {
-  const int64_t total = planes * h * w;
-  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
-       idx += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t p = idx / (h * w), r = (idx / w) % h, c = idx % w, here = r * w + c;
-    const float* xp = x + p * h * w;
-    const float* dyp = dy + p * oh * ow;
-    // Windows i with i*s <= r < i*s + k, likewise j.
-    const int64_t i0 = r >= k ? (r - k) / s + 1 : 0, i1 = min(oh - 1, r / s);
-    const int64_t j0 = c >= k ? (c - k) / s + 1 : 0, j1 = min(ow - 1, c / s);
-    float acc = 0.0f;
-    for (int64_t i = i0; i <= i1; ++i)
-      for (int64_t j = j0; j <= j1; ++j)
-        if (FirstMax(xp, w, k, s, i, j) == here) acc += dyp[i * ow + j];
-    dx[idx] = s < k ? RoundTo(round, acc) : acc;
-  }
-}
-
-}  // namespace
-
-cudaError_t LaunchMaxPoolForward(const float* x, int64_t planes, int64_t h, int64_t w, int64_t k, int64_t s,
-                                 float* y, cudaStream_t stream) {
+cudaError_t LaunchMaxPoolForward(const void* x, FloatType t, int64_t planes, int64_t h, int64_t w, int64_t k,
+                                 int64_t s, void* y, cudaStream_t stream) {
+  if (k < 1 || s < 1) return cudaErrorInvalidValue;
   const int64_t oh = (h - k) / s + 1, ow = (w - k) / s + 1;
-  if (planes * oh * ow <= 0) return cudaSuccess;
-  MaxPoolForwardKernel<<<GridFor(planes * oh * ow), kThreads, 0, stream>>>(x, planes, h, w, k, s, oh, ow, y);
-  return cudaGetLastError();
+  if (h < k || w < k || planes <= 0) return cudaSuccess;
+  return WithStorage(t, [&](auto zero) {
+    using T = decltype(zero);
+    pooling::MaxPoolForwardKernel<T><<<GridFor(planes * oh * ow), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), planes, h, w, k, s, oh, ow, static_cast<T*>(y));
+    return cudaGetLastError();
+  });
 }
 
-cudaError_t LaunchMaxPoolBackward(const float* x, const float* dy, int64_t planes, int64_t h, int64_t w, int64_t k,
-                                  int64_t s, float* dx, FloatType round, cudaStream_t stream) {
+cudaError_t LaunchMaxPoolBackward(const void* x, const void* dy, FloatType t, int64_t planes, int64_t h, int64_t w,
+                                  int64_t k, int64_t s, void* dx, cudaStream_t stream) {
+  if (k < 1 || s < 1) return cudaErrorInvalidValue;
   const int64_t oh = (h - k) / s + 1, ow = (w - k) / s + 1;
-  if (planes * h * w <= 0) return cudaSuccess;
-  MaxPoolBackwardKernel<<<GridFor(planes * h * w), kThreads, 0, stream>>>(x, dy, planes, h, w, k, s, oh, ow, dx,
-                                                                          round);
-  return cudaGetLastError();
+  if (h < k || w < k || planes <= 0) return cudaSuccess;
+  return WithStorage(t, [&](auto zero) {
+    using T = decltype(zero);
+    pooling::MaxPoolBackwardKernel<T><<<GridFor(planes * h * w), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), planes, h, w, k, s, oh, ow, static_cast<T*>(dx));
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace ringmaster::kernels
