@@ -33,8 +33,10 @@
 //    compute_dtype() (by the CPU explicitly, by 16-bit storage on a device);
 //    the CPU also rounds GEMM operands and the new contribution of a "+="
 //    output before adding it in f32 (a device backend adds it unrounded: more
-//    exact, within the stated tolerances). Reductions, norms, softmax and the
-//    loss accumulate in fp32.
+//    exact, within the stated tolerances; the CUDA convolution's filter
+//    gradient is the exception: cuDNN writes it in the filter's 16-bit type
+//    before it is added). Reductions, norms, softmax and the loss accumulate
+//    in fp32.
 //  * Results are bitwise reproducible for the same inputs and thread count.
 //  * Not thread-safe: one thread drives a backend at a time.
 
@@ -112,7 +114,8 @@ class Backend {
   // is [K, N], or [N, K] with trans_b. a and b may have any rank; they are
   // viewed as 2-D by merging all but the last dimension.
   // a, b: act (activations or parameter operands); bias: a parameter operand
-  // (act); c: act, or f32 for a parameter gradient (beta 1: "+=").
+  // (act); c: act, written with beta 0, or f32 for a parameter gradient
+  // (beta 1: "+=").
   virtual void Gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
                     const Tensor& c, const Tensor* bias = nullptr) = 0;
   // The same for `batch` independent products: a [batch, ...], b [batch, ...],

@@ -19,6 +19,7 @@
 #include "engine/kernels/attention.h"
 #include "engine/kernels/elementwise.h"
 #include "engine/kernels/flash_attention.h"
+#include "spdlog/spdlog.h"
 
 namespace ringmaster::engine {
 namespace {
@@ -38,6 +39,15 @@ kernels::AttentionDims CheckAttention(const CudaBackend& be, DType act, const Te
 }
 
 float AttnScale(const kernels::AttentionDims& d) { return 1.0f / std::sqrt(static_cast<float>(d.hd)); }
+
+// cuDNN's attention reads and writes 16-byte vectors. The caching allocator's
+// blocks are aligned far beyond that; a view at an odd offset goes to the
+// flash kernels instead.
+bool Aligned16(std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (PointerAlignment(p) < 16) return false;
+  return true;
+}
 
 SdpaShape SdpaShapeOf(const kernels::AttentionDims& d, DType act) {
   return SdpaShape{d.b, d.t, d.nh, d.hd, act, AttnScale(d)};
@@ -69,15 +79,27 @@ GemmCall HeadGemm(const kernels::AttentionDims& d, DType ab, DType c_type, bool 
 
 }  // namespace
 
+// Decided once per shape, outside any graph capture (the layer asks for the
+// saved shape before its first forward): building a plan allocates. A shape
+// cuDNN does not take (UNIMPLEMENTED) falls back quietly; any other failure
+// falls back with a warning, once.
 bool CudaBackend::CudnnAttention(int64_t B, int64_t n_head, int64_t T, int64_t head_size) const {
   if (!impl_->mixed()) return false;
-  const kernels::AttentionDims d{B, T, n_head, head_size};
-  return impl_->sdpa.ForwardWorkspaceBytes(impl_->cudnn, SdpaShapeOf(d, impl_->act_dtype())).ok() &&
-         impl_->sdpa.BackwardWorkspaceBytes(impl_->cudnn, SdpaShapeOf(d, impl_->act_dtype())).ok();
+  const auto key = std::make_tuple(B, n_head, T, head_size);
+  auto it = impl_->cudnn_attention.find(key);
+  if (it != impl_->cudnn_attention.end()) return it->second;
+  const SdpaShape shape = SdpaShapeOf(kernels::AttentionDims{B, T, n_head, head_size}, impl_->act_dtype());
+  absl::Status status = impl_->sdpa->ForwardWorkspaceBytes(impl_->cudnn, shape).status();
+  if (status.ok()) status = impl_->sdpa->BackwardWorkspaceBytes(impl_->cudnn, shape).status();
+  if (!status.ok() && !absl::IsUnimplemented(status)) {
+    spdlog::warn("cuDNN attention for B={} H={} T={} head size {} failed ({}): using the flash kernels", B, n_head,
+                 T, head_size, status.ToString());
+  }
+  return impl_->cudnn_attention[key] = status.ok();
 }
 
 Shape CudaBackend::AttentionSavedShape(int64_t B, int64_t n_head, int64_t T, int64_t head_size) const {
-  if (kernels::FlashAttentionSupports(head_size) || CudnnAttention(B, n_head, T, head_size)) return {B, n_head, T};
+  if (CudnnAttention(B, n_head, T, head_size) || kernels::FlashAttentionSupports(head_size)) return {B, n_head, T};
   return {B, n_head, T, T};
 }
 
@@ -88,12 +110,16 @@ void CudaBackend::AttentionForward(const Tensor& qkv, int64_t n_head, const Tens
   ENGINE_CHECK(out.numel() == d.b * d.t * d.nh * d.hd, "attention out {}", ShapeString(out.shape()));
   if (saved.rank() == 3) {  // the logsumexp: cuDNN, else our flash kernels
     impl_->Run([&]() -> absl::Status {
-      if (CudnnAttention(d.b, d.nh, d.t, d.hd)) {
+      if (CudnnAttention(d.b, d.nh, d.t, d.hd) && Aligned16({qkv.raw(), out.raw()})) {
         const SdpaShape shape = SdpaShapeOf(d, act);
-        ASSIGN_OR_RETURN(const size_t bytes, impl_->sdpa.ForwardWorkspaceBytes(impl_->cudnn, shape));
+        ASSIGN_OR_RETURN(const size_t bytes, impl_->sdpa->ForwardWorkspaceBytes(impl_->cudnn, shape));
         ASSIGN_OR_RETURN(Tensor workspace, impl_->Scratch(static_cast<int64_t>((bytes + 3) / 4)));
-        return impl_->sdpa.Forward(impl_->cudnn, shape, qkv.raw(), out.raw(), F32(saved), workspace.raw(),
+        return impl_->sdpa->Forward(impl_->cudnn, shape, qkv.raw(), out.raw(), F32(saved), workspace.raw(),
                                    compute_stream());
+      }
+      if (!kernels::FlashAttentionSupports(d.hd)) {
+        return absl::InvalidArgumentError("cuDNN attention needs 16-byte aligned qkv and out for head size " +
+                                          std::to_string(d.hd) + " (the flash kernels take up to 64)");
       }
       CUDA_RETURN_IF_ERROR(kernels::LaunchFlashAttentionForward(qkv.raw(), impl_->act(), d, AttnScale(d), out.raw(),
                                                                 F32(saved), compute_stream()));
@@ -137,12 +163,16 @@ void CudaBackend::AttentionBackward(const Tensor& qkv, const Tensor& saved, cons
                "attention backward shapes");
   if (saved.rank() == 3) {
     impl_->Run([&]() -> absl::Status {
-      if (CudnnAttention(d.b, d.nh, d.t, d.hd)) {
+      if (CudnnAttention(d.b, d.nh, d.t, d.hd) && Aligned16({qkv.raw(), out.raw(), dout.raw(), dqkv.raw()})) {
         const SdpaShape shape = SdpaShapeOf(d, act);
-        ASSIGN_OR_RETURN(const size_t bytes, impl_->sdpa.BackwardWorkspaceBytes(impl_->cudnn, shape));
+        ASSIGN_OR_RETURN(const size_t bytes, impl_->sdpa->BackwardWorkspaceBytes(impl_->cudnn, shape));
         ASSIGN_OR_RETURN(Tensor workspace, impl_->Scratch(static_cast<int64_t>((bytes + 3) / 4)));
-        return impl_->sdpa.Backward(impl_->cudnn, shape, qkv.raw(), out.raw(), dout.raw(), F32(saved), dqkv.raw(),
+        return impl_->sdpa->Backward(impl_->cudnn, shape, qkv.raw(), out.raw(), dout.raw(), F32(saved), dqkv.raw(),
                                     workspace.raw(), compute_stream());
+      }
+      if (!kernels::FlashAttentionSupports(d.hd)) {
+        return absl::InvalidArgumentError("cuDNN attention needs 16-byte aligned qkv, out, dout and dqkv for head "
+                                          "size " + std::to_string(d.hd) + " (the flash kernels take up to 64)");
       }
       ASSIGN_OR_RETURN(Tensor dsum, impl_->Scratch(d.b * d.nh * d.t));  // D_i = dout_i . out_i
       CUDA_RETURN_IF_ERROR(kernels::LaunchFlashAttentionBackward(qkv.raw(), out.raw(), F32(saved), dout.raw(),

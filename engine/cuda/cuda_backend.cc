@@ -44,6 +44,7 @@ class CudaRawAllocator : public RawDeviceAllocator {
 CudaBackend::Impl::~Impl() {
   // Work still queued may use the handles and the workspace.
   if (stream.get() != nullptr) (void)stream.Synchronize();
+  sdpa.reset();  // its plans hold the cuDNN handle
   if (gemm_workspace != nullptr) allocator->Free(gemm_workspace);
   if (cublaslt != nullptr) cublasLtDestroy(cublaslt);
   if (cudnn != nullptr) cudnnDestroy(cudnn);

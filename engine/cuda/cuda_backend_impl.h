@@ -97,8 +97,11 @@ struct CudaBackend::Impl {
   // One cuBLASLt call: 16-bit operands on tensor cores with fp32
   // accumulation, or fp32 (TF32 with config.tf32), through the plan cache.
   absl::Status Gemm(const GemmCall& call);
-  // The cuDNN flash attention plans (cudnn_sdpa.h), per shape.
-  CudnnSdpa sdpa;
+  // The cuDNN flash attention plans (cudnn_sdpa.h), per shape; built with
+  // `cudnn`, so destroyed before it (~Impl).
+  std::unique_ptr<CudnnSdpa> sdpa = std::make_unique<CudnnSdpa>();
+  // Per attention shape (b, nh, t, hd): whether cuDNN runs it (decided once).
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, bool> cudnn_attention;
 };
 
 // The body of an op that is one CUDA call or kernel launch (cudaError_t):

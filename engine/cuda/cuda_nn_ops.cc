@@ -86,8 +86,12 @@ void CudaBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& dout, co
   CheckDeviceF32(dwpe, "dwpe");
   const int64_t b = tokens.dim(0), t = tokens.dim(1), v = dwte.dim(0), c = dwte.dim(1);
   ENGINE_CHECK(dwpe.dim(1) == c && dwpe.dim(0) >= t && dout.numel() == b * t * c, "embedding backward shapes");
-  RM_CUDA_OP(kernels::LaunchEmbeddingBackward(I32(tokens), dout.raw(), impl_->act(), b, t, v, c, F32(dwte),
-                                              F32(dwpe), compute_stream()));
+  impl_->Run([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(Tensor scratch, impl_->Scratch(kernels::EmbeddingBackwardScratchFloats(b * t, c)));
+    CUDA_RETURN_IF_ERROR(kernels::LaunchEmbeddingBackward(I32(tokens), dout.raw(), impl_->act(), b, t, v, c,
+                                                          F32(dwte), F32(dwpe), F32(scratch), compute_stream()));
+    return absl::OkStatus();
+  });
 }
 
 // -------------------------------------------------------------------- loss
