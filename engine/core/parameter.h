@@ -15,13 +15,13 @@ struct Parameter {
   std::string name;
   Tensor value;
   Tensor grad;
+  // Weight decay (and LARS/LAMB trust ratio) applies; false for biases and norms.
+  bool decay = true;
   // For a GEMM or convolution operand on a backend that stores activations in
   // 16 bits: `value` converted to that dtype, made once per optimizer step
   // (engine/nn/layer.h's RefreshOperands), which the ops read instead of
   // converting the f32 master on every call. Undefined otherwise.
   Tensor operand_copy;
-  // Weight decay (and LARS/LAMB trust ratio) applies; false for biases and norms.
-  bool decay = true;
   // >= 0: only the first `real_rows` rows of value are the model's; the rest
   // pads it (the GPT's vocabulary, padded to a multiple of 128). Padding rows
   // start at zero and stay zero (no op gives them a gradient); checkpoints
