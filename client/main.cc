@@ -241,9 +241,10 @@ int main(int argc, char** argv) {
     sub->add_option("--gpu", plan.gpu, "Device type: h100, h200, a100 or cpu (default: h100 for resources.device "
                                        "cuda, else cpu)")
         ->check(CLI::IsMember(ringmaster::engine::plan::DeviceNames(), CLI::ignore_case));
-    sub->add_option("--mfu", plan.mfu, "Assumed model FLOPs utilisation, in (0, 1]")
-        ->check(CLI::Range(1e-6, 1.0))
-        ->capture_default_str();
+    sub->add_option("--mfu", plan.mfu,
+                    "Assumed model FLOPs utilisation, in (0, 1] (default: 0.4 on a CPU; on a GPU the step time "
+                    "comes from a profile by op class, which --mfu overrides)")
+        ->check(CLI::Range(1e-6, 1.0));
   }
   plan_cmd->footer("Example: ringmaster plan examples/gpt_text.yaml --set resources.device=cuda "
                    "--set precision.compute=bf16 --gpu h100 -o json");

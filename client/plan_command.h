@@ -19,7 +19,7 @@ struct PlanCommandOptions {
   std::string file;
   std::vector<std::string> overrides;  // --set, in order
   std::string gpu;                     // h100, h200, a100, cpu; "": from resources.device (cuda: h100)
-  double mfu = 0.4;
+  double mfu = 0;                      // 0: not given (the CPU: 0.4; a GPU: the per-op-class profile)
 };
 
 // The plan as a table, or one JSON object (--output json) or YAML document (yaml). kExitUsage for a

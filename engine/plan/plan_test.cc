@@ -1,6 +1,6 @@
 // The plan's formulas: parameter counts and forward FLOPs against the models
 // the engine builds and the partitioner's FLOP counter, GPT-2 124M's model
-// states at 16 B/param exactly, ZeRO-1, the pipeline's bubble and in-flight
+// states at 16 B/param (+2 per GEMM operand in 16 bits), ZeRO-1, the pipeline's bubble and in-flight
 // micro-batches, the ring all-reduce, and the verdict.
 #include "engine/plan/plan.h"
 
@@ -58,17 +58,26 @@ TEST(PlanTest, ParameterCountsAndForwardFlopsMatchTheBuiltModels) {
   }
 }
 
-TEST(PlanTest, Gpt2SmallModelStatesAreSixteenBytesPerParameter) {
+// GPT-2 small's stored parameters: the count plus the padding rows of its
+// vocabulary table (50,257 -> 50,304); its GEMM operands: the four Linears of
+// each layer and the (tied) table.
+constexpr int64_t kGpt2Parameters = 124439808;
+constexpr int64_t kGpt2Stored = kGpt2Parameters + (50304 - 50257) * 768;
+constexpr int64_t kGpt2Operands = 12 * (12 * 768 * 768 + 9 * 768) + int64_t{50304} * 768;
+
+TEST(PlanTest, Gpt2SmallModelStatesAreSixteenBytesPerParameterAndTwoPerOperand) {
   TrainerConfig config = Gpt2Small();
-  EXPECT_EQ(ModelParameters(config.model), 124439808);  // GPT-2 124M with tied embeddings
+  EXPECT_EQ(ModelParameters(config.model), kGpt2Parameters);  // GPT-2 124M with tied embeddings
   auto plan = MakePlan(config, 1, 1, Device("h100"), {});
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->stages.size(), 1u);
   const MemoryBreakdown& m = plan->stages[0].memory;
-  EXPECT_EQ(m.weights, 4 * 124439808);
-  EXPECT_EQ(m.gradients, 4 * 124439808);
-  EXPECT_EQ(m.optimizer_state, 8 * 124439808);
-  EXPECT_EQ(m.model_states(), int64_t{16} * 124439808);
+  EXPECT_EQ(plan->parameters, kGpt2Parameters);
+  EXPECT_EQ(m.weights, 4 * kGpt2Stored);
+  EXPECT_EQ(m.gradients, 4 * kGpt2Stored);
+  EXPECT_EQ(m.optimizer_state, 8 * kGpt2Stored);
+  EXPECT_EQ(m.weight_copies, 2 * kGpt2Operands);  // bf16 on a GPU: a 16-bit copy of each GEMM operand
+  EXPECT_EQ(m.model_states(), 16 * kGpt2Stored + 2 * kGpt2Operands);
   EXPECT_EQ(m.gradient_buffers, 0);  // one rank: no buckets
   EXPECT_EQ(plan->precision, "bf16");
   // 6N + 12 L C T FLOPs per token, N without the position embedding, plus
@@ -82,7 +91,7 @@ TEST(PlanTest, Gpt2SmallModelStatesAreSixteenBytesPerParameter) {
   config.optimizer.momentum = 0.9f;
   plan = MakePlan(config, 1, 1, Device("h100"), {});
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->stages[0].memory.model_states(), int64_t{12} * 124439808);
+  EXPECT_EQ(plan->stages[0].memory.model_states(), 12 * kGpt2Stored + 2 * kGpt2Operands);
 }
 
 TEST(PlanTest, DataParallelAddsBucketsAndZeroOneShardsTheOptimizerState) {
@@ -90,7 +99,7 @@ TEST(PlanTest, DataParallelAddsBucketsAndZeroOneShardsTheOptimizerState) {
   config.parallel.data = 8;
   auto dp = MakePlan(config, 1, 8, Device("h100"), {});
   ASSERT_TRUE(dp.ok()) << dp.status();
-  const int64_t n = 124439808;
+  const int64_t n = kGpt2Stored;
   EXPECT_EQ(dp->stages[0].memory.gradient_buffers, 4 * n);
   EXPECT_EQ(dp->stages[0].memory.optimizer_state, 8 * n);
   // Ring all-reduce of the fp32 gradients over NVLink: 2 (n-1)/n x bytes / bandwidth.
@@ -142,7 +151,7 @@ TEST(PlanTest, TheVerdictSaysWhenItDoesNotFit) {
   EXPECT_LT(plan->headroom_bytes, 0);
   EXPECT_NE(PlanTable(*plan).find("does not fit"), std::string::npos);
   EXPECT_NE(PlanJson(*plan).find("\"fits\":false"), std::string::npos);
-  // At one sequence per step it fits: 16 B/param is 25 GB, the activations 5 GB.
+  // At one sequence per step it fits: 18 B/param is 28 GB, the activations 2.5 GB.
   config.data.global_batch = 1;
   plan = MakePlan(config, 1, 1, Device("h200"), {});
   ASSERT_TRUE(plan.ok());
