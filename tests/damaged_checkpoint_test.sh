@@ -26,7 +26,17 @@ wait_until 300 "job $job committed no two checkpoints" two_checkpoints
 frozen=$(trainer_pids "$job")
 [ -n "$frozen" ] || fail "no trainer of job $job is running"
 kill -STOP $frozen
+# A commit the stopped rank 0 sent just before the stop still lands: read the
+# newest checkpoint until two reads half a second apart agree (a commit is a
+# loopback round trip of milliseconds), else the resume would use a newer,
+# intact one.
 newest=$(checkpoints 'json.load(sys.stdin)["checkpoints"][0]')
+for _ in $(seq 10); do
+  sleep 0.5
+  again=$(checkpoints 'json.load(sys.stdin)["checkpoints"][0]')
+  [ "$again" = "$newest" ] && break
+  newest=$again
+done
 path=$(python3 -c "import ast, sys; print(ast.literal_eval(sys.argv[1])['path'])" "$newest")
 step=$(python3 -c "import ast, sys; print(ast.literal_eval(sys.argv[1])['step'])" "$newest")
 python3 - "$path/model.safetensors" <<'EOF'
