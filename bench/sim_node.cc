@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/grpc_security.h"
 #include "common/proto_time.h"
 
 namespace ringmaster::bench {
@@ -24,7 +25,11 @@ struct Call {
   grpc::ClientContext context;
   Request request;
   Response response;
-  Call() { context.set_deadline(std::chrono::system_clock::now() + kRpcTimeout); }
+  // `credential`: the node's, issued at Register; every node-facing call carries it.
+  explicit Call(const std::string& credential) {
+    context.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+    context.AddMetadata(kNodeCredentialHeader, credential);
+  }
 };
 
 std::string RandomId() {
@@ -95,6 +100,8 @@ void SimNode::OnRegistered(const grpc::Status& status) {
     std::lock_guard<std::mutex> lock(mu_);
     registering_ = false;
     node_id_ = register_response_.node_id();
+    credential_ = register_response_.credential();
+    session_context_.AddMetadata(kNodeCredentialHeader, credential_);
     v1::WorkerMessage open;
     open.mutable_open()->set_node_id(node_id_);
     open.mutable_open()->set_session_id(register_response_.session_id());
@@ -222,9 +229,14 @@ void SimNode::HandleStart(const SimStartRanks& start) {
   for (int32_t rank : start.global_ranks()) StartRendezvous(start, rank);
 }
 
+std::string SimNode::Credential() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return credential_;
+}
+
 void SimNode::StartRendezvous(const SimStartRanks& start, int rank) {
   if (rank == 0) {  // the communicator's rank 0 creates the id (ncclGetUniqueId) and publishes it
-    auto* call = new Call<v1::PublishNcclUniqueIdRequest, v1::PublishNcclUniqueIdResponse>();
+    auto* call = new Call<v1::PublishNcclUniqueIdRequest, v1::PublishNcclUniqueIdResponse>(Credential());
     BeginCall();
     FillScope(call->request.mutable_scope(), start, rank);
     call->request.set_communicator(kCommunicator);
@@ -239,7 +251,7 @@ void SimNode::StartRendezvous(const SimStartRanks& start, int rank) {
         });
     return;
   }
-  auto* call = new Call<v1::GetNcclUniqueIdRequest, v1::GetNcclUniqueIdResponse>();
+  auto* call = new Call<v1::GetNcclUniqueIdRequest, v1::GetNcclUniqueIdResponse>(Credential());
   BeginCall();
   FillScope(call->request.mutable_scope(), start, rank);
   call->request.set_communicator(kCommunicator);
@@ -263,15 +275,17 @@ void SimNode::ReportExits() {
   int64_t generation;
   std::vector<int32_t> ranks;
   std::string node_id;
+  std::string credential;
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_id = job_id_;
     generation = generation_;
     ranks.swap(ranks_);
     node_id = node_id_;
+    credential = credential_;
   }
   for (int32_t rank : ranks) {
-    auto* call = new Call<v1::ReportRankExitRequest, v1::ReportRankExitResponse>();
+    auto* call = new Call<v1::ReportRankExitRequest, v1::ReportRankExitResponse>(credential);
     BeginCall();
     call->request.set_node_id(node_id);
     call->request.set_job_id(job_id);

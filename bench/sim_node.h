@@ -91,6 +91,7 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinator
   void BeginCall();  // a unary call of the node starts / ended
   void EndCall();
   v1::WorkerMessage HeartbeatLocked() const;
+  std::string Credential();
 
   const int index_;
   const int gpus_;
@@ -114,6 +115,7 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinator
   bool done_ = false;
   bool got_lease_ = false;
   std::string node_id_;
+  std::string credential_;  // the node's, from Register: sent with every call
   std::deque<Outgoing> outbox_;
   Outgoing writing_;
   bool write_in_flight_ = false;

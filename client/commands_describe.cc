@@ -1,6 +1,7 @@
 // ringmaster describe JOB: the job, a summary of its spec, every setting
 // with its effective value and where it came from, its placement (ranks with
-// node, local rank and data/pipeline coordinates) and its timeline.
+// node, local rank and data/pipeline coordinates) and its timeline (read
+// page by page, newest first; events the coordinator folded are counted).
 
 #include <string>
 #include <vector>
@@ -17,6 +18,11 @@
 
 namespace ringmaster::client {
 namespace {
+
+// describe reads the timeline in pages of this many events, at most this
+// many pages (a coordinator keeps a bounded timeline: a few pages).
+constexpr int kEventsPageSize = 500;
+constexpr int kMaxEventPages = 100;
 
 std::string Ints(const google::protobuf::RepeatedField<int32_t>& values) {
   return absl::StrCat("[", absl::StrJoin(values, ", "), "]");
@@ -74,6 +80,10 @@ void PrintJob(const v1::Job& job, absl::Time now, std::ostream& out) {
   if (job.has_last_checkpoint()) {
     PrintField(out, "Checkpoint", absl::StrCat("step ", job.last_checkpoint().step(), " at ",
                                                job.last_checkpoint().path()));
+  }
+  if (job.abridged()) {
+    PrintField(out, "Abridged", "stored before the spec's limits and too large to show whole: its labels, node "
+                                "selectors and env are cut to their limits");
   }
 }
 
@@ -139,6 +149,9 @@ void PrintEvents(const google::protobuf::RepeatedPtrField<v1::JobEvent>& events,
   out << "\n";
   Table table({"TIME", "GEN", "EVENT", "STATE", "REASON"});
   for (const v1::JobEvent& e : events) {
+    if (e.folded() > 0) {  // the coordinator keeps the first and the newest of each kind
+      table.AddRow({"...", "", EventKindName(e.kind()), "", absl::StrCat(e.folded(), " more, folded")});
+    }
     std::string state = StateName(e.to_state());
     if (e.from_state() != e.to_state()) state = absl::StrCat(StateName(e.from_state()), " -> ", state);
     table.AddRow({FormatTimestamp(e.time()), absl::StrCat(e.generation()), EventKindName(e.kind()), state,
@@ -153,13 +166,32 @@ int RunDescribe(JobStub& stub, const GlobalOptions& global, const std::string& j
   v1::GetJobRequest request;
   request.set_job_id(job_id);
   request.set_include_events(true);
+  request.set_events_page_size(kEventsPageSize);
+  // The job and the newest events, then older pages until the first event
+  // (a timeline is bounded: a few pages).
   v1::GetJobResponse response;
-  grpc::ClientContext context;
-  SetTimeout(&context, global.rpc_timeout);
-  grpc::Status status = stub.GetJob(&context, request, &response);
-  if (!status.ok()) {
-    return ReportRpcError(status, {global.coordinator, "GetJob", job_id, global.rpc_timeout}, console.err);
+  std::vector<v1::JobEvent> events;  // newest page first, each page in order
+  std::vector<size_t> page_starts;
+  for (int page = 0; page < kMaxEventPages; ++page) {
+    v1::GetJobResponse got;
+    grpc::ClientContext context;
+    SetTimeout(&context, global.rpc_timeout);
+    grpc::Status status = stub.GetJob(&context, request, &got);
+    if (!status.ok()) {
+      return ReportRpcError(status, {global.coordinator, "GetJob", job_id, global.rpc_timeout}, console.err);
+    }
+    if (page == 0) response = got;
+    page_starts.push_back(events.size());
+    events.insert(events.end(), got.events().begin(), got.events().end());
+    request.set_events_page_token(got.events_next_page_token());
+    if (request.events_page_token().empty()) break;
   }
+  response.clear_events();
+  for (size_t p = page_starts.size(); p-- > 0;) {  // oldest page first
+    const size_t end = p + 1 < page_starts.size() ? page_starts[p + 1] : events.size();
+    for (size_t i = page_starts[p]; i < end; ++i) *response.add_events() = std::move(events[i]);
+  }
+  response.set_events_next_page_token(request.events_page_token());  // empty: every page read
   if (IsStructured(global.output)) {
     PrintMessage(response, global.output, console.out);
     return kExitOk;

@@ -88,7 +88,7 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
     if (!status.ok()) {
       return ReportRpcError(status, {global.coordinator, "ListJobs", "", global.rpc_timeout}, console.err);
     }
-    for (v1::Job& job : *page.mutable_jobs()) {
+    for (v1::JobSummary& job : *page.mutable_jobs()) {
       if (options.limit > 0 && all.jobs_size() >= options.limit) {
         more = true;
         break;
@@ -105,11 +105,11 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
   }
   const bool wide = global.output == OutputFormat::kWide;
   std::vector<std::string> header = {"ID", "NAME", "STATE", "PRIORITY", "GEN", "RANKS", "AGE", "PROGRESS"};
-  if (wide) header.insert(header.end(), {"OWNER", "LABELS"});
+  if (wide) header.insert(header.end(), {"QUEUE", "OWNER", "LABELS"});
   Table table(std::move(header));
   const absl::Time now = console.clock->Now();
-  std::vector<const v1::Job*> unschedulable;
-  for (const v1::Job& job : all.jobs()) {
+  std::vector<const v1::JobSummary*> unschedulable;
+  for (const v1::JobSummary& job : all.jobs()) {
     std::string state = StateName(job.state());
     if (!job.unschedulable().empty()) {
       state += " (unschedulable)";
@@ -118,12 +118,17 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
     std::vector<std::string> row = {job.id(), job.spec().name(), state, absl::StrCat(job.spec().priority()),
                                     absl::StrCat(job.generation()), FormatRanks(job),
                                     FormatAge(job.submit_time(), now), FormatProgressCell(job.progress())};
-    if (wide) row.insert(row.end(), {job.owner().empty() ? "-" : job.owner(), FormatLabels(job.spec().labels())});
+    if (wide) {
+      // An abridged summary (a job stored before the spec's limits) lists only some labels.
+      row.insert(row.end(), {job.queue_position() > 0 ? absl::StrCat("#", job.queue_position()) : "-",
+                             job.owner().empty() ? "-" : job.owner(),
+                             FormatLabels(job.spec().labels()) + (job.abridged() ? ",..." : "")});
+    }
     table.AddRow(std::move(row));
   }
   table.Render(console.out);
   // Why, under the table: the reason is a sentence, not a cell.
-  for (const v1::Job* job : unschedulable) console.out << job->id() << ": " << job->unschedulable() << "\n";
+  for (const v1::JobSummary* job : unschedulable) console.out << job->id() << ": " << job->unschedulable() << "\n";
   if (more) console.out << "(the " << all.jobs_size() << " newest shown; --limit N for more, --limit 0 for all)\n";
   return kExitOk;
 }

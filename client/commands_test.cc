@@ -23,15 +23,16 @@ using testing::At;
 using testing::CommandsTest;
 using testing::kT0;
 using testing::MakeJob;
+using testing::MakeSummary;
 
 TEST_F(CommandsTest, JobsTableFetchesEveryPage) {
-  v1::Job running = MakeJob("j-2", "gpt-small", v1::JOB_STATE_RUNNING);
+  v1::JobSummary running = MakeSummary("j-2", "gpt-small", v1::JOB_STATE_RUNNING);
   running.mutable_spec()->set_priority(5);
   running.set_generation(2);
   running.mutable_placement()->set_world_size(8);
   running.mutable_progress()->set_step(250);
   running.mutable_progress()->set_total_steps(1000);
-  v1::Job queued = MakeJob("j-1", "mlp", v1::JOB_STATE_QUEUED);
+  v1::JobSummary queued = MakeSummary("j-1", "mlp", v1::JOB_STATE_QUEUED);
   queued.mutable_spec()->mutable_resources()->set_nodes(1);
   queued.mutable_spec()->mutable_resources()->set_ranks_per_node(2);
   *queued.mutable_submit_time() = At(kT0 - 7200);
@@ -53,10 +54,10 @@ TEST_F(CommandsTest, JobsTableFetchesEveryPage) {
 
 TEST_F(CommandsTest, JobsLimitShowsTheNewestAndSaysThereAreMore) {
   script().list_jobs_pages.resize(2);
-  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-4", "d", v1::JOB_STATE_QUEUED);
-  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-3", "c", v1::JOB_STATE_QUEUED);
-  *script().list_jobs_pages[1].add_jobs() = MakeJob("j-2", "b", v1::JOB_STATE_QUEUED);
-  *script().list_jobs_pages[1].add_jobs() = MakeJob("j-1", "a", v1::JOB_STATE_QUEUED);
+  *script().list_jobs_pages[0].add_jobs() = MakeSummary("j-4", "d", v1::JOB_STATE_QUEUED);
+  *script().list_jobs_pages[0].add_jobs() = MakeSummary("j-3", "c", v1::JOB_STATE_QUEUED);
+  *script().list_jobs_pages[1].add_jobs() = MakeSummary("j-2", "b", v1::JOB_STATE_QUEUED);
+  *script().list_jobs_pages[1].add_jobs() = MakeSummary("j-1", "a", v1::JOB_STATE_QUEUED);
   JobsOptions options;
   options.limit = 3;
   EXPECT_EQ(RunJobs(*stub_, global_, options, console_), kExitOk);
@@ -76,7 +77,7 @@ TEST_F(CommandsTest, JobsLimitShowsTheNewestAndSaysThereAreMore) {
 }
 
 TEST_F(CommandsTest, JobsJsonIsOneProtobufJsonLine) {
-  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-1", "mlp", v1::JOB_STATE_SUCCEEDED);
+  *script().list_jobs_pages[0].add_jobs() = MakeSummary("j-1", "mlp", v1::JOB_STATE_SUCCEEDED);
   global_.output = OutputFormat::kJson;
   EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
   EXPECT_EQ(out_.str(),
@@ -122,20 +123,29 @@ TEST_F(CommandsTest, JobsLabelSelector) {
   EXPECT_EQ(calls().list_jobs.size(), 1u);
 }
 
-TEST_F(CommandsTest, JobsWideAddsOwnerAndSortedLabels) {
-  v1::Job job = MakeJob("j-2", "gpt-small", v1::JOB_STATE_RUNNING);
+TEST_F(CommandsTest, JobsWideAddsQueueOwnerAndSortedLabels) {
+  v1::JobSummary job = MakeSummary("j-2", "gpt-small", v1::JOB_STATE_RUNNING);
   job.set_owner("alice");
   (*job.mutable_spec()->mutable_labels())["team"] = "nlp";
   (*job.mutable_spec()->mutable_labels())["env"] = "dev";
   (*job.mutable_spec()->mutable_labels())["env.region"] = "eu";
   *script().list_jobs_pages[0].add_jobs() = job;
-  *script().list_jobs_pages[0].add_jobs() = MakeJob("j-1", "mlp", v1::JOB_STATE_QUEUED);
+  v1::JobSummary queued = MakeSummary("j-1", "mlp", v1::JOB_STATE_QUEUED);
+  queued.set_queue_position(3);
+  *script().list_jobs_pages[0].add_jobs() = queued;
+  // A summary of a job stored before the spec's limits lists only some labels.
+  v1::JobSummary old = MakeSummary("j-0", "huge", v1::JOB_STATE_QUEUED);
+  (*old.mutable_spec()->mutable_labels())["k000000"] = "v";
+  old.set_abridged(true);
+  old.set_queue_position(4);
+  *script().list_jobs_pages[0].add_jobs() = old;
   global_.output = OutputFormat::kWide;
   EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "ID   NAME       STATE    PRIORITY  GEN  RANKS  AGE  PROGRESS  OWNER  LABELS\n"
-            "j-2  gpt-small  RUNNING  0         0    -      5m   -         alice  env=dev,env.region=eu,team=nlp\n"
-            "j-1  mlp        QUEUED   0         0    -      5m   -         -      -\n");
+            "ID   NAME       STATE    PRIORITY  GEN  RANKS  AGE  PROGRESS  QUEUE  OWNER  LABELS\n"
+            "j-2  gpt-small  RUNNING  0         0    -      5m   -         -      alice  env=dev,env.region=eu,team=nlp\n"
+            "j-1  mlp        QUEUED   0         0    -      5m   -         #3     -      -\n"
+            "j-0  huge       QUEUED   0         0    -      5m   -         #4     -      k000000=v,...\n");
   // Commands without a wide form print their table.
   out_.str("");
   EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-2", false}, console_), kExitOk);
@@ -143,7 +153,7 @@ TEST_F(CommandsTest, JobsWideAddsOwnerAndSortedLabels) {
 }
 
 TEST_F(CommandsTest, JobsYamlIsOneDocument) {
-  v1::Job job = MakeJob("j-1", "mlp", v1::JOB_STATE_SUCCEEDED);
+  v1::JobSummary job = MakeSummary("j-1", "mlp", v1::JOB_STATE_SUCCEEDED);
   job.set_generation(3);
   (*job.mutable_spec()->mutable_labels())["flag"] = "true";
   *script().list_jobs_pages[0].add_jobs() = job;

@@ -35,6 +35,16 @@ inline v1::Job MakeJob(const std::string& id, const std::string& name, v1::JobSt
   return job;
 }
 
+// What ListJobs lists of such a job.
+inline v1::JobSummary MakeSummary(const std::string& id, const std::string& name, v1::JobState state) {
+  v1::JobSummary job;
+  job.set_id(id);
+  job.mutable_spec()->set_name(name);
+  job.set_state(state);
+  *job.mutable_submit_time() = At(kT0 - 300);
+  return job;
+}
+
 class CommandsTest : public ::testing::Test {
  protected:
   CommandsTest() {

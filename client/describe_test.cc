@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 #include "client/commands.h"
 #include "client/commands_test_util.h"
 #include "common/spec.h"
@@ -162,6 +164,69 @@ TEST_F(CommandsTest, DescribeSaysWhenWhereSettingsCameFromIsUnknown) {
                                         "SETTING "));
   EXPECT_THAT(out, ::testing::ContainsRegex("\nresources.device +CUDA +-\n"));
   EXPECT_THAT(out, ::testing::ContainsRegex("\nmodel.mlp.hidden_sizes +\\[256, 128\\] +-\n"));
+}
+
+v1::JobEvent Commit(int64_t sequence, int64_t folded = 0) {
+  v1::JobEvent e;
+  e.set_sequence(sequence);
+  *e.mutable_time() = At(kT0 - 100 + sequence);
+  e.set_kind(v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED);
+  e.set_from_state(v1::JOB_STATE_RUNNING);
+  e.set_to_state(v1::JOB_STATE_RUNNING);
+  e.set_generation(1);
+  e.set_reason(absl::StrCat("step ", sequence));
+  e.set_folded(folded);
+  return e;
+}
+
+// The timeline comes in pages, newest first: describe reads them all and
+// shows them oldest first, with what the coordinator folded counted; -o json
+// prints them as one response.
+TEST_F(CommandsTest, DescribeReadsEveryPageOfTheTimelineAndShowsFoldedEvents) {
+  v1::Job job = MakeJob("j-9", "long", v1::JOB_STATE_RUNNING);
+  v1::GetJobResponse& newest = script().get;
+  *newest.mutable_job() = job;
+  *newest.add_events() = Commit(9000, /*folded=*/8967);
+  *newest.add_events() = Commit(9001);
+  newest.set_events_next_page_token("9000");
+  v1::GetJobResponse& older = script().get_pages["9000"];
+  *older.mutable_job() = job;
+  *older.add_events() = Commit(1);
+  older.mutable_events(0)->set_kind(v1::JOB_EVENT_KIND_SUBMITTED);
+  *older.add_events() = Commit(2);
+
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-9", console_), kExitOk);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, ::testing::HasSubstr(
+                       "Events:\n"
+                       "TIME                  GEN  EVENT                 STATE    REASON\n"
+                       "2026-11-18T11:05:01Z  1    SUBMITTED             RUNNING  step 1\n"
+                       "2026-11-18T11:05:02Z  1    CHECKPOINT_COMMITTED  RUNNING  step 2\n"
+                       "...                        CHECKPOINT_COMMITTED           8967 more, folded\n"
+                       "2026-11-18T13:35:00Z  1    CHECKPOINT_COMMITTED  RUNNING  step 9000\n"
+                       "2026-11-18T13:35:01Z  1    CHECKPOINT_COMMITTED  RUNNING  step 9001\n"));
+  FakeJobService::Calls c = calls();
+  ASSERT_EQ(c.get.size(), 2u);
+  EXPECT_EQ(c.get[0].events_page_token(), "");
+  EXPECT_EQ(c.get[1].events_page_token(), "9000");
+
+  out_.str("");
+  global_.output = OutputFormat::kJson;
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-9", console_), kExitOk);
+  EXPECT_THAT(out_.str(), ::testing::HasSubstr("\"reason\":\"step 1\""));
+  EXPECT_THAT(out_.str(), ::testing::HasSubstr("\"folded\":\"8967\""));
+  EXPECT_THAT(out_.str(), ::testing::Not(::testing::HasSubstr("eventsNextPageToken")));
+  EXPECT_LT(out_.str().find("step 1"), out_.str().find("step 9001"));
+}
+
+TEST_F(CommandsTest, DescribeSaysWhenAJobIsAbridged) {
+  v1::Job job = MakeJob("j-1", "huge", v1::JOB_STATE_QUEUED);
+  job.set_abridged(true);
+  *script().get.mutable_job() = job;
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-1", console_), kExitOk);
+  EXPECT_THAT(out_.str(), ::testing::HasSubstr("Abridged:       stored before the spec's limits and too large to "
+                                               "show whole: its labels, node selectors and env are cut to their "
+                                               "limits\n"));
 }
 
 TEST_F(CommandsTest, NotFoundNamesTheJob) {

@@ -24,7 +24,8 @@ grpc::Status FakeJobService::GetJob(grpc::ServerContext*, const v1::GetJobReques
   std::lock_guard<std::mutex> lock(mu_);
   calls_.get.push_back(*request);
   if (!script_.get_status.ok()) return script_.get_status;
-  *response = script_.get;
+  auto page = script_.get_pages.find(request->events_page_token());
+  *response = page != script_.get_pages.end() ? page->second : script_.get;
   return grpc::Status::OK;
 }
 

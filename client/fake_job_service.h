@@ -25,6 +25,9 @@ class FakeJobService final : public v1::JobService::Service {
     v1::SubmitJobResponse submit;
     grpc::Status get_status;
     v1::GetJobResponse get;
+    // GetJob with events_page_token T gets get_pages[T] when it is there
+    // (the older pages of a timeline), else `get`.
+    std::map<std::string, v1::GetJobResponse> get_pages;
     grpc::Status list_jobs_status;
     // Page i is returned for page token "" (i = 0) or "page-i"; every page
     // but the last gets next_page_token "page-(i+1)".

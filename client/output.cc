@@ -203,13 +203,20 @@ std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& 
   return absl::StrJoin(sorted, ",", absl::PairFormatter("="));
 }
 
-std::string FormatRanks(const v1::Job& job) {
-  if (job.placement().world_size() > 0) return absl::StrCat(job.placement().world_size());
-  const v1::ResourceSpec& resources = job.spec().resources();
+namespace {
+
+std::string FormatRanks(const v1::Placement& placement, const v1::ResourceSpec& resources) {
+  if (placement.world_size() > 0) return absl::StrCat(placement.world_size());
   if (resources.has_nodes() && resources.has_ranks_per_node()) {
     return absl::StrCat(resources.nodes() * resources.ranks_per_node());
   }
   return "-";
 }
+
+}  // namespace
+
+std::string FormatRanks(const v1::Job& job) { return FormatRanks(job.placement(), job.spec().resources()); }
+
+std::string FormatRanks(const v1::JobSummary& job) { return FormatRanks(job.placement(), job.spec().resources()); }
 
 }  // namespace ringmaster::client

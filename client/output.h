@@ -77,6 +77,7 @@ std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& 
 // Ranks of a job: the current placement's world size, else the spec's
 // nodes x ranks_per_node, else "-".
 std::string FormatRanks(const v1::Job& job);
+std::string FormatRanks(const v1::JobSummary& job);
 
 }  // namespace ringmaster::client
 

@@ -306,6 +306,22 @@ TEST_F(SubmitTest, AttachFollowsAJobToSuccess) {
   EXPECT_EQ(calls().watch[0].job_id(), "j-42");
 }
 
+// The first message of a long job's watch carries the newest events only,
+// and says that older ones exist.
+TEST_F(SubmitTest, AttachSaysWhenEarlierEventsAreNotShown) {
+  v1::WatchJobResponse running = Update(v1::JOB_STATE_RUNNING, 50);
+  AddEvent(&running, 2, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_RUNNING,
+           "checkpoint at step 50 committed");
+  running.set_older_events_page_token("2");
+  script().watch_streams = {{running, Update(v1::JOB_STATE_SUCCEEDED, 100)}};
+  EXPECT_EQ(RunAttach(*stub_, global_, "j-42", console_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "(earlier events not shown: ringmaster describe j-42)\n"
+            "2026-11-18T11:05:07Z  CHECKPOINT_COMMITTED: checkpoint at step 50 committed\n"
+            "step 50/100 (50%)  loss 1.5000  640.0 samples/s  ETA 5s\n"
+            "job j-42 SUCCEEDED after 1m30s at step 100/100 (100%)\n");
+}
+
 TEST_F(SubmitTest, AttachToAJobThatFailsExitsThree) {
   script().watch_streams = {
       {Update(v1::JOB_STATE_RUNNING, 50), Update(v1::JOB_STATE_FAILED, 50, "rank 1 exited with status 3")}};

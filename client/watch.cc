@@ -108,6 +108,9 @@ int FollowJob(v1::JobService::StubInterface& stub, const GlobalOptions& global, 
       console.out.flush();
       return;
     }
+    if (!update.older_events_page_token().empty()) {
+      printer.Note(absl::StrCat("(earlier events not shown: ringmaster describe ", job_id, ")"));
+    }
     for (const v1::JobEvent& event : update.events()) printer.Note(FormatEventLine(event));
     if (!IsTerminal(update.job().state())) printer.Update(FormatProgressLine(update.job()));
   });

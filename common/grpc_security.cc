@@ -9,31 +9,37 @@
 namespace ringmaster {
 namespace {
 
-// Adds fixed headers to every call of a channel.
+// Adds fixed headers, and those of a HeaderSource, to every call of a channel.
 class HeaderInterceptor final : public grpc::experimental::Interceptor {
  public:
-  explicit HeaderInterceptor(const Headers* headers) : headers_(headers) {}
+  HeaderInterceptor(const Headers* headers, const HeaderSource* source) : headers_(headers), source_(source) {}
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
       std::multimap<std::string, std::string>* metadata = methods->GetSendInitialMetadata();
       for (const auto& [key, value] : *headers_) metadata->emplace(key, value);
+      if (*source_) {
+        for (auto& [key, value] : (*source_)()) metadata->emplace(std::move(key), std::move(value));
+      }
     }
     methods->Proceed();
   }
 
  private:
   const Headers* const headers_;
+  const HeaderSource* const source_;
 };
 
 class HeaderInterceptorFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  explicit HeaderInterceptorFactory(Headers headers) : headers_(std::move(headers)) {}
+  HeaderInterceptorFactory(Headers headers, HeaderSource source)
+      : headers_(std::move(headers)), source_(std::move(source)) {}
   grpc::experimental::Interceptor* CreateClientInterceptor(grpc::experimental::ClientRpcInfo*) override {
-    return new HeaderInterceptor(&headers_);
+    return new HeaderInterceptor(&headers_, &source_);
   }
 
  private:
-  const Headers headers_;  // lives as long as the channel
+  const Headers headers_;  // both live as long as the channel
+  const HeaderSource source_;
 };
 
 }  // namespace
@@ -60,10 +66,18 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMateri
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
                                            const std::shared_ptr<grpc::ChannelCredentials>& credentials,
                                            grpc::ChannelArguments args, Headers headers) {
+  return MakeChannel(target, credentials, std::move(args), std::move(headers), nullptr);
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                                           grpc::ChannelArguments args, Headers headers, HeaderSource source) {
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
-  if (!headers.empty()) interceptors.push_back(std::make_unique<HeaderInterceptorFactory>(std::move(headers)));
+  if (!headers.empty() || source) {
+    interceptors.push_back(std::make_unique<HeaderInterceptorFactory>(std::move(headers), std::move(source)));
+  }
   return grpc::experimental::CreateCustomChannelWithInterceptors(target, credentials, args, std::move(interceptors));
 }
 

@@ -18,6 +18,7 @@
 // headers on every call (plaintext channels included, where gRPC would not
 // send call credentials).
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,8 +37,15 @@ inline constexpr int kMaxGrpcMessageBytes = 32 << 20;
 // sends its join token.
 inline constexpr char kAuthorizationHeader[] = "authorization";
 inline constexpr char kJoinTokenHeader[] = "x-ringmaster-join-token";
+// A worker's node credential (RegisterNodeResponse.credential): which node
+// calls, on every NodeService, RendezvousService and CheckpointService call.
+inline constexpr char kNodeCredentialHeader[] = "x-ringmaster-node-credential";
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
+// Headers computed for each call (a credential that arrives or changes after
+// the channel is made). Called on gRPC's threads: must be thread-safe and
+// must not block.
+using HeaderSource = std::function<Headers()>;
 
 // `tls` null: local credentials for `listen` (unix:... or a loopback host).
 std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsMaterial* tls, const std::string& listen);
@@ -50,6 +58,10 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMateri
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
                                            const std::shared_ptr<grpc::ChannelCredentials>& credentials,
                                            grpc::ChannelArguments args, Headers headers);
+// The same, with `source`'s headers too, asked for at each call.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                                           grpc::ChannelArguments args, Headers headers, HeaderSource source);
 
 // Whether the message of a gRPC UNAVAILABLE status says that the TLS
 // handshake failed (the server's certificate is not trusted, the server

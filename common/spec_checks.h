@@ -38,11 +38,18 @@ std::string SpecEnumName(const google::protobuf::EnumDescriptor& type, int numbe
 // The model kind as written in a spec ("mlp", "cnn", "gpt"; "none").
 std::string ModelKindName(const v1::ModelSpec& model);
 
+// `text` C-escaped for an error message, cut after 64 bytes (with its size):
+// an error never repeats a huge input.
+std::string Shown(absl::string_view text);
+
 // Validates a label-style map (JobSpec.labels, ResourceSpec.node_selector):
-// keys 1 to 63 characters of [A-Za-z0-9._/-], values at most 255 characters.
-absl::Status CheckLabels(absl::string_view path,
-                         const google::protobuf::Map<std::string, std::string>& labels);
-// JobSpec.env: names, count, value sizes, and the names the worker owns.
+// at most `max_entries` entries ("<path>: at most 64 labels, got 66000",
+// `entries` naming them), keys 1 to 63 characters of [A-Za-z0-9._/-], values
+// at most 255 characters (common/spec_limits.h).
+absl::Status CheckLabels(absl::string_view path, const google::protobuf::Map<std::string, std::string>& labels,
+                         int max_entries, absl::string_view entries);
+// JobSpec.env: count, names (at most 255 bytes), value sizes, and the names
+// the worker owns.
 absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env);
 
 // Resources, parallel layout, elastic bounds, checkpoint and restart policy

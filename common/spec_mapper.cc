@@ -268,7 +268,7 @@ absl::Status SetMap(const SpecNode& value, absl::string_view path, const FieldDe
   for (const auto& [key, entry_value] : value.entries) {
     const std::string entry_path = JoinPath(path, key.text);
     if (!seen.insert(key.text).second) return FieldError(entry_path, "duplicate key", key);
-    absl::Status status = SetMapEntry(key, entry_value, entry_path, field, message);
+    absl::Status status = SetMapEntry(key, entry_value, entry_path, field, message, /*may_exist=*/false);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
@@ -357,7 +357,7 @@ absl::Status SetFieldFromNode(const SpecNode& value, absl::string_view path,
 }
 
 absl::Status SetMapEntry(const SpecNode& key, const SpecNode& value, absl::string_view path,
-                         const FieldDescriptor& field, Message* message) {
+                         const FieldDescriptor& field, Message* message, bool may_exist) {
   const Reflection& reflection = *message->GetReflection();
   std::unique_ptr<Message> entry(
       reflection.GetMessageFactory()->GetPrototype(field.message_type())->New());
@@ -370,8 +370,8 @@ absl::Status SetMapEntry(const SpecNode& key, const SpecNode& value, absl::strin
   }
   status = SetFieldFromNode(value, path, *entry_type.map_value(), entry.get());
   if (!status.ok()) return status;
-  const std::string key_text = MapKeyText(*entry);
-  for (int i = 0; i < reflection.FieldSize(*message, &field); ++i) {
+  const std::string key_text = may_exist ? MapKeyText(*entry) : "";
+  for (int i = 0; may_exist && i < reflection.FieldSize(*message, &field); ++i) {
     Message* existing = reflection.MutableRepeatedMessage(message, &field, i);
     if (MapKeyText(*existing) == key_text) {
       existing->CopyFrom(*entry);

@@ -44,10 +44,13 @@ absl::Status SetFieldFromNode(const SpecNode& value, absl::string_view path,
                               google::protobuf::Message* message);
 
 // Sets one entry of the map field `field`, replacing an entry with the same
-// key. `path` names the entry ("labels.team") in errors.
+// key (looked for only when `may_exist`: the search is linear in the entries,
+// so a caller that knows the key is new, as a whole mapping does, says so and
+// a mapping of n entries costs O(n), not O(n^2)). `path` names the entry
+// ("labels.team") in errors.
 absl::Status SetMapEntry(const SpecNode& key, const SpecNode& value, absl::string_view path,
                          const google::protobuf::FieldDescriptor& field,
-                         google::protobuf::Message* message);
+                         google::protobuf::Message* message, bool may_exist = true);
 
 }  // namespace ringmaster::spec_internal
 

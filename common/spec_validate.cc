@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
+#include "common/spec_limits.h"
 #include "common/status_macros.h"
 #include "proto/options.pb.h"
 
@@ -63,8 +65,17 @@ std::string ModelKindName(const v1::ModelSpec& model) {
   return "none";
 }
 
-absl::Status CheckLabels(absl::string_view path,
-                         const google::protobuf::Map<std::string, std::string>& labels) {
+std::string Shown(absl::string_view text) {
+  constexpr size_t kShown = 64;
+  if (text.size() <= kShown) return absl::CEscape(text);
+  return absl::StrCat(absl::CEscape(text.substr(0, kShown)), "... (", text.size(), " bytes)");
+}
+
+absl::Status CheckLabels(absl::string_view path, const google::protobuf::Map<std::string, std::string>& labels,
+                         int max_entries, absl::string_view entries) {
+  if (labels.size() > static_cast<size_t>(max_entries)) {
+    return Invalid(path, absl::StrCat("at most ", max_entries, " ", entries, ", got ", labels.size()));
+  }
   std::vector<std::string> keys;
   for (const auto& [key, value] : labels) keys.push_back(key);
   std::sort(keys.begin(), keys.end());  // report the same error every time
@@ -73,19 +84,22 @@ absl::Status CheckLabels(absl::string_view path,
       return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
              c == '/' || c == '-';
     });
-    if (key.empty() || key.size() > 63 || !valid_chars) {
-      return Invalid(path, absl::StrCat("key \"", absl::CEscape(key),
-                                        "\" must be 1 to 63 characters of [A-Za-z0-9._/-]"));
+    if (key.empty() || key.size() > kMaxLabelKeyBytes || !valid_chars) {
+      return Invalid(path, absl::StrCat("key \"", Shown(key), "\" must be 1 to ", kMaxLabelKeyBytes,
+                                        " characters of [A-Za-z0-9._/-]"));
     }
-    if (labels.at(key).size() > 255) {
-      return Invalid(absl::StrCat(path, ".", key), "value longer than 255 characters");
+    if (labels.at(key).size() > kMaxLabelValueBytes) {
+      return Invalid(absl::StrCat(path, ".", key),
+                     absl::StrCat("value longer than ", kMaxLabelValueBytes, " characters"));
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env) {
-  if (env.size() > 64) return Invalid("env", absl::StrCat("at most 64 variables, got ", env.size()));
+  if (env.size() > static_cast<size_t>(kMaxEnvVariables)) {
+    return Invalid("env", absl::StrCat("at most ", kMaxEnvVariables, " variables, got ", env.size()));
+  }
   std::vector<std::string> names;
   for (const auto& [name, value] : env) names.push_back(name);
   std::sort(names.begin(), names.end());  // report the same error every time
@@ -94,14 +108,19 @@ absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env
                        std::all_of(name.begin(), name.end(), [](char c) {
                          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
                        });
+    if (name.size() > kMaxEnvNameBytes) {
+      return Invalid("env", absl::StrCat("name \"", Shown(name), "\" longer than ", kMaxEnvNameBytes, " bytes"));
+    }
     if (!valid) {
-      return Invalid("env", absl::StrCat("name \"", absl::CEscape(name), "\" must be [A-Za-z_][A-Za-z0-9_]*"));
+      return Invalid("env", absl::StrCat("name \"", Shown(name), "\" must be [A-Za-z_][A-Za-z0-9_]*"));
     }
     if (name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER" || absl::StartsWith(name, "RINGMASTER_")) {
       return Invalid(absl::StrCat("env.", name), "set by the worker for each rank; a job cannot override it");
     }
     const std::string& value = env.at(name);
-    if (value.size() > 4096) return Invalid(absl::StrCat("env.", name), "value longer than 4096 bytes");
+    if (value.size() > kMaxEnvValueBytes) {
+      return Invalid(absl::StrCat("env.", name), absl::StrCat("value longer than ", kMaxEnvValueBytes, " bytes"));
+    }
     if (value.find('\0') != std::string::npos) return Invalid(absl::StrCat("env.", name), "value holds a NUL byte");
   }
   return absl::OkStatus();
@@ -143,7 +162,7 @@ absl::Status ValidateName(const std::string& name) {
       !absl::ascii_isalnum(static_cast<unsigned char>(name[0]))) {
     return Invalid("name", absl::StrCat("must be 1 to 63 characters of [A-Za-z0-9._-] starting "
                                         "with a letter or digit, got \"",
-                                        absl::CEscape(name), "\""));
+                                        spec_internal::Shown(name), "\""));
   }
   return absl::OkStatus();
 }
@@ -217,7 +236,7 @@ absl::Status ValidateData(const v1::JobSpec& spec) {
     if (!data.path().empty()) return Invalid("data.path", "does not apply to synthetic data");
   } else if (data.path().empty() || data.path()[0] != '/') {
     return Invalid("data.path", absl::StrCat("must be an absolute path, got \"",
-                                             absl::CEscape(data.path()), "\""));
+                                             spec_internal::Shown(data.path()), "\""));
   }
   RETURN_IF_ERROR(CheckRange("data.batch_size", data.batch_size(), 1, 1 << 24));
   RETURN_IF_ERROR(
@@ -361,12 +380,50 @@ absl::Status ValidatePrecision(const v1::PrecisionSpec& precision) {
                    kOneOut);
 }
 
+// Every path the spec names is at most kMaxPathBytes and holds no NUL byte.
+absl::Status CheckPaths(const v1::JobSpec& spec) {
+  const std::pair<const char*, const std::string*> paths[] = {{"data.path", &spec.data().path()},
+                                                              {"checkpoint.directory", &spec.checkpoint().directory()}};
+  for (const auto& [field, path] : paths) {
+    if (path->size() > kMaxPathBytes) {
+      return Invalid(field, absl::StrCat("at most ", kMaxPathBytes, " bytes, got ", path->size()));
+    }
+    if (path->find('\0') != std::string::npos) return Invalid(field, "holds a NUL byte");
+  }
+  return absl::OkStatus();
+}
+
+// The whole spec, serialized, is at most kMaxSpecBytes; the error names the
+// largest of its top-level fields.
+absl::Status CheckSpecSize(const v1::JobSpec& spec) {
+  const size_t size = spec.ByteSizeLong();
+  if (size <= kMaxSpecBytes) return absl::OkStatus();
+  const google::protobuf::Reflection& reflection = *spec.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection.ListFields(spec, &fields);
+  std::string largest = "-";
+  size_t largest_bytes = 0;
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    v1::JobSpec without = spec;
+    reflection.ClearField(&without, field);
+    const size_t bytes = size - without.ByteSizeLong();
+    if (bytes > largest_bytes) {
+      largest = field->name();
+      largest_bytes = bytes;
+    }
+  }
+  return Invalid("spec", absl::StrCat(size, " bytes serialized, more than the ", kMaxSpecBytes,
+                                      " (256 KiB) a job spec may hold; its largest part is ", largest, " (",
+                                      largest_bytes, " bytes)"));
+}
+
 }  // namespace
 
 absl::Status ValidateJobSpec(const v1::JobSpec& input) {
   v1::JobSpec spec = input;
   ApplyDefaults(&spec);
   RETURN_IF_ERROR(ValidateName(spec.name()));
+  RETURN_IF_ERROR(CheckPaths(spec));
   RETURN_IF_ERROR(ValidateModel(spec.model()));
   RETURN_IF_ERROR(ValidateData(spec));
   RETURN_IF_ERROR(ValidateTraining(spec.training()));
@@ -376,7 +433,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& input) {
   RETURN_IF_ERROR(spec_internal::ValidateLayoutAndPolicies(spec));
   RETURN_IF_ERROR(CheckRange("priority", spec.priority(), -1000, 1000));
   RETURN_IF_ERROR(spec_internal::CheckEnv(spec.env()));
-  return spec_internal::CheckLabels("labels", spec.labels());
+  RETURN_IF_ERROR(spec_internal::CheckLabels("labels", spec.labels(), kMaxLabels, "labels"));
+  return CheckSpecSize(spec);
 }
 
 }  // namespace ringmaster

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
+#include "common/spec_limits.h"
 #include "common/status_macros.h"
 
 namespace ringmaster::spec_internal {
@@ -26,7 +27,7 @@ absl::Status ValidateResources(const v1::ResourceSpec& resources) {
   if (!graphs.empty() && graphs != "auto" && graphs != "on" && graphs != "off") {
     return Invalid("resources.cuda_graphs", absl::StrCat("one of auto, on, off; got \"", graphs, "\""));
   }
-  return CheckLabels("resources.node_selector", resources.node_selector());
+  return CheckLabels("resources.node_selector", resources.node_selector(), kMaxNodeSelectorEntries, "entries");
 }
 
 // The global batch must split evenly into data-parallel ranks x micro-batches.

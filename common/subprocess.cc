@@ -1,6 +1,7 @@
 #include "common/subprocess.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -26,6 +27,7 @@ struct ChildFailure {
 constexpr int kStageOutput = 1;
 constexpr int kStageCwd = 2;
 constexpr int kStageExec = 3;
+constexpr int kStageCredentials = 4;
 constexpr unsigned kCloseRangeCloexec = 1U << 2;  // CLOSE_RANGE_CLOEXEC (Linux 5.11)
 
 // Everything the child needs, made in the parent (no allocation after fork).
@@ -58,6 +60,28 @@ std::vector<std::string> Environment(const std::vector<std::string>& extra) {
   return out;
 }
 
+// Between fork and exec (async-signal-safe): become `c` for good. Raw
+// system calls: the child has one thread, and glibc's wrappers would try to
+// change every thread of the parent's.
+template <typename Fail>
+void DropPrivileges(const SpawnOptions::Credentials& c, const Fail& fail) {
+  if (syscall(SYS_setgroups, c.groups.size(), c.groups.data()) != 0) fail(kStageCredentials);
+  if (syscall(SYS_setresgid, c.gid, c.gid, c.gid) != 0) fail(kStageCredentials);
+  if (syscall(SYS_setresuid, c.uid, c.uid, c.uid) != 0) fail(kStageCredentials);
+  // From uid 0 the kernel has cleared the permitted and effective sets; a
+  // worker that is not root but holds capabilities keeps them across
+  // setresuid (and its ambient ones across exec): clear all, explicitly.
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) fail(kStageCredentials);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capset, &header, none) != 0) fail(kStageCredentials);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(kStageCredentials);
+  if (getuid() != c.uid || geteuid() != c.uid || getgid() != c.gid || getegid() != c.gid) {
+    errno = EPERM;
+    fail(kStageCredentials);
+  }
+}
+
 // Between fork and exec only async-signal-safe calls.
 [[noreturn]] void ChildAfterFork(const SpawnOptions& o, const Prepared& p, int report_fd, pid_t parent) {
   auto fail = [report_fd](int stage) {
@@ -68,10 +92,6 @@ std::vector<std::string> Environment(const std::vector<std::string>& extra) {
   };
   if (o.group == SpawnOptions::Group::kNewGroup) setpgid(0, 0);
   if (o.group == SpawnOptions::Group::kNewSession) setsid();
-  if (o.die_with_parent) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl
-  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);  // daemons block SIGINT/SIGTERM for sigwait
@@ -88,6 +108,12 @@ std::vector<std::string> Environment(const std::vector<std::string>& extra) {
     if (out <= STDERR_FILENO) fcntl(out, F_SETFD, 0);  // dup2 onto itself would keep O_CLOEXEC
     dup2(out, STDOUT_FILENO);
     dup2(out, STDERR_FILENO);
+  }
+  if (o.credentials.has_value()) DropPrivileges(*o.credentials, fail);
+  // After the credentials change, which clears the parent-death signal.
+  if (o.die_with_parent) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
   }
   if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) fail(kStageCwd);
   execve(o.path.c_str(), p.argv.data(), p.envp.data());
@@ -155,6 +181,11 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
     case kStageCwd:
       return absl::FailedPreconditionError(
           absl::StrCat("cannot enter the directory ", options.cwd, ": ", std::strerror(failure.error)));
+    case kStageCredentials:
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot run ", options.path, " as uid ", options.credentials->uid, " gid ", options.credentials->gid,
+          ": ", std::strerror(failure.error), " (starting a process as another account needs CAP_SETUID and "
+          "CAP_SETGID)"));
     default:
       return absl::FailedPreconditionError(
           absl::StrCat("cannot run ", options.path, ": ", std::strerror(failure.error)));

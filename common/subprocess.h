@@ -47,13 +47,27 @@ struct SpawnOptions {
   // SIGKILL when the forking thread ends (PR_SET_PDEATHSIG); a child whose
   // parent died before it could ask exits 127.
   bool die_with_parent = false;
+  // Run as this account instead of the caller's. Between fork and exec the
+  // child, after opening its output file (as the caller), sets exactly these
+  // supplementary groups, then its real, effective and saved gid and uid;
+  // clears every capability (ambient, inheritable, permitted, effective)
+  // and sets PR_SET_NO_NEW_PRIVS, so that nothing it execs can regain
+  // privileges; then changes to `cwd` and execs, both checked as the account.
+  // Needs CAP_SETUID and CAP_SETGID (root has them).
+  struct Credentials {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups;
+  };
+  std::optional<Credentials> credentials;
 };
 
 // Starts the child with signals unblocked and at their default actions, and
 // descriptors other than 0-2 closed. Returns its pid. INVALID_ARGUMENT for an
 // empty path; FAILED_PRECONDITION when the program cannot be run or the output
-// file or directory is unusable (naming it); UNAVAILABLE when fork fails for
-// lack of resources (retry later).
+// file or directory is unusable (naming it); PERMISSION_DENIED when the child
+// cannot take `credentials`; UNAVAILABLE when fork fails for lack of
+// resources (retry later).
 absl::StatusOr<pid_t> Spawn(const SpawnOptions& options);
 
 // How a child ended.

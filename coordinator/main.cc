@@ -1,9 +1,10 @@
 // ringmaster-coordinator: queues, gang-schedules and supervises training jobs.
 //
 //   ringmaster-coordinator [--listen HOST:PORT] [--state-dir DIR] [--metrics-listen HOST:PORT]
+//                          [--health-listen HOST:PORT]
 //                          [--heartbeat-interval 1s] [--rendezvous-timeout 5m]
 //                          [--stop-grace-period 30s] [--shutdown-timeout 5s] [--checkpoint-root DIR]
-//                          [--node-recovery-grace 60s]
+//                          [--node-recovery-grace 60s] [--log-quota-per-job 256MiB] [--disk-reserve 1GiB|5%]
 //                          [--tls-ca FILE --tls-cert FILE --tls-key FILE] [--token-file FILE]
 //                          [--join-token-file FILE] [log flags]
 //
@@ -25,8 +26,10 @@
 #include "absl/time/time.h"
 #include "common/cli_flags.h"
 #include "common/clock.h"
+#include "common/env_policy.h"
 #include "common/signals.h"
 #include "coordinator/service/coordinator_server.h"
+#include "coordinator/store/disk_space.h"
 #include "fmt/core.h"
 #include "grpc/support/log.h"
 #include "spdlog/spdlog.h"
@@ -46,6 +49,7 @@ struct Flags {
   std::string shutdown_timeout = "5s";
   std::string node_recovery_grace = "60s";
   double job_retention_days = 30;
+  std::string disk_reserve;  // empty: CoordinatorConfig's default
 };
 
 // While starting, gRPC's errors are ours to report (one line, from Start).
@@ -89,6 +93,12 @@ int Run(Flags& flags) {
     }
   }
   config.job_retention.max_age = absl::Seconds(flags.job_retention_days * 86400);
+  if (!flags.disk_reserve.empty()) {
+    absl::StatusOr<ringmaster::coordinator::DiskReserveOptions> reserve =
+        ringmaster::coordinator::ParseDiskReserve(flags.disk_reserve);
+    if (!reserve.ok()) return Fail(std::string(reserve.status().message()));
+    config.disk_reserve = *reserve;
+  }
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Start(config, ringmaster::Clock::Real());
   if (!server.ok()) return Fail(std::string(server.status().message()));
@@ -114,7 +124,11 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", flags.config.state_dir, "SQLite database (coordinator.db) and job logs (logs/)")
       ->capture_default_str();
   app.add_option("--metrics-listen", flags.config.metrics_listen,
-                 "host:port of the Prometheus /metrics endpoint; empty disables it")
+                 "host:port of the Prometheus /metrics endpoint (and /healthz); empty disables it")
+      ->capture_default_str();
+  app.add_option("--health-listen", flags.config.health_listen,
+                 "host:port of a plaintext gRPC listener serving only grpc.health.v1.Health, for probes that "
+                 "cannot present TLS (Kubernetes' gRPC probes); empty: none")
       ->capture_default_str();
   app.add_option("--heartbeat-interval", flags.heartbeat_interval,
                  "How often workers heartbeat; a node is lost after 3 intervals without one")
@@ -143,15 +157,32 @@ int main(int argc, char** argv) {
                  "Finished jobs kept at most, newest first; -1: no limit")
       ->check(CLI::Range(-1, std::numeric_limits<int>::max()))
       ->capture_default_str();
+  // Disk (docs/deploy.md, "The coordinator's disk").
+  ringmaster::AddByteSizeOption(app, "--log-quota-per-job", &flags.config.log_quota_per_job,
+                                "Bytes of logs kept per job (every rank and generation); beyond it the job's oldest "
+                                "lines are dropped and `ringmaster logs` shows how many where they were; 0: no quota",
+                                /*allow_zero=*/true);
+  app.add_option("--disk-reserve", flags.disk_reserve,
+                 "Free space kept on the state directory's filesystem for the database: under it, new log lines "
+                 "are refused (RESOURCE_EXHAUSTED to workers) while checkpoint commits and scheduling go on. A size "
+                 "(2GiB) or a percentage of the filesystem (5%); 0: none")
+      ->default_str(ringmaster::coordinator::DescribeDiskReserve(flags.config.disk_reserve));
   app.add_option("--checkpoint-root", flags.config.checkpoint_root,
                  "Checkpoints of jobs that name no directory (default: <state-dir>/checkpoints)");
   app.add_option("--checkpoint-allowed-roots", flags.config.checkpoint_allowed_roots,
                  "Further directories a job's checkpoint.directory may lie within (comma-separated; absolute)")
       ->delimiter(',');
   app.add_option("--allowed-env", flags.config.allowed_env,
-                 "Environment variables a job's spec may set for its trainers (comma-separated names, or prefixes "
-                 "ending in *; \"\": none)")
+                 "Environment variables a job's spec may set for its trainers, comma-separated: @default (the "
+                 "built-in NCCL/CUDA tuning variables, docs/security.md), exact names, or prefixes ending in *. A "
+                 "prefix never admits a variable that loads code or names a path (*_PLUGIN, *_INJECTION*, *_FILE, "
+                 "*_PATH, *_LIB, *_DIR, *_DIRECTORY, *_PIPE, LD_*, PYTHON*): name such a variable exactly to allow "
+                 "it. Extend the default with \"@default,NAME\"; \"\": none")
       ->delimiter(',')
+      ->check([](const std::string& entry) {
+        absl::StatusOr<ringmaster::EnvPolicy> policy = ringmaster::EnvPolicy::Create({entry});
+        return policy.ok() ? std::string() : std::string(policy.status().message());
+      })
       ->capture_default_str();
   // Security (docs/security.md): without TLS, --listen must be loopback.
   app.add_option("--tls-ca", flags.config.tls.ca_file, "CA bundle (PEM) that workers' client certificates chain to");

@@ -6,8 +6,10 @@
 # scripts/install-deps.sh test; see docs/decisions.md). Then what the manifests
 # promise. The default build: no Secret, no :latest (the images are tagged with
 # the version the binaries report), IPC_LOCK and an RDMA device on the worker,
-# /dev/shm in memory, startup and liveness probes on /healthz for both
-# daemons, service accounts without API tokens, a PodDisruptionBudget for the
+# /dev/shm in memory, every probe of the coordinator a gRPC health check on
+# its plaintext health listener (--health-listen, admitted by its
+# NetworkPolicy) and every probe of the worker on /healthz of its metrics
+# port, service accounts without API tokens, a PodDisruptionBudget for the
 # coordinator and NetworkPolicies. With the example Secrets: a coordinator
 # StatefulSet with a state volume claim, a worker DaemonSet with GPUs, host
 # networking, the ReadWriteMany checkpoint volume and TLS Secrets behind the
@@ -65,8 +67,16 @@ for o, name in ((ss, "coordinator"), (ds, "worker")):
     for c in pod.get("initContainers", []) + pod["containers"]:
         need(c["image"] == f"ringmaster:{version}", f"{name}/{c['name']}: image ringmaster:{version}, got {c['image']}")
     c = pod["containers"][0]
-    for probe in ("startupProbe", "livenessProbe"):
-        need(c.get(probe, {}).get("httpGet", {}).get("path") == "/healthz", f"{name}: {probe} on /healthz")
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        if name == "coordinator":  # gRPC health on the health listener (the gRPC port needs TLS)
+            port = c.get(probe, {}).get("grpc", {}).get("port")
+            need(port is not None and f"--health-listen=0.0.0.0:{port}" in c["args"] and
+                 any(p["containerPort"] == port for p in c["ports"]),
+                 f"{name}: {probe} a gRPC check on --health-listen's port, got {c.get(probe)}")
+        else:  # no gRPC port: /healthz on the metrics port
+            get = c.get(probe, {}).get("httpGet", {})
+            need(get.get("path") == "/healthz" and f"--metrics-listen=0.0.0.0:{get.get('port')}" in c["args"],
+                 f"{name}: {probe} on /healthz of the metrics port, got {c.get(probe)}")
     sa = by.get(("ServiceAccount", pod.get("serviceAccountName", "")))
     need(sa is not None and sa.get("automountServiceAccountToken") is False, f"{name}: its own ServiceAccount, no token")
     need(pod.get("automountServiceAccountToken") is False, f"{name}: pod mounts no API token")
@@ -77,7 +87,11 @@ for o, name in ((ss, "coordinator"), (ds, "worker")):
          f"{name}: a NetworkPolicy selecting its pods")
 need(not any(k == "Role" or k == "ClusterRole" or k.endswith("Binding") for k, _ in by), "no RBAC (nothing calls the API)")
 w = ds["spec"]["template"]["spec"]["containers"][0]
-need(w["securityContext"]["capabilities"].get("add") == ["IPC_LOCK"], "worker: IPC_LOCK")
+need(w["securityContext"]["capabilities"].get("add") == ["IPC_LOCK", "SETUID", "SETGID", "CHOWN", "FOWNER", "KILL"],
+     "worker: IPC_LOCK, and what starting ranks as other accounts needs (SETUID, SETGID, CHOWN, FOWNER, KILL), "
+     f"nothing more; got {w['securityContext']['capabilities'].get('add')}")
+need(any(a.startswith("--run-as=") and a not in ("--run-as=self", "--run-as=root", "--run-as=0")
+         for a in w["args"]), "worker: ranks run as an unprivileged account (--run-as)")
 need(any(r.startswith("rdma/") for r in w["resources"]["limits"]), "worker: an RDMA device resource")
 # A rolling update drains each node before its worker stops (SIGUSR1), with
 # time for the drain's checkpoint (the coordinator's 5-minute patience).
@@ -93,6 +107,9 @@ need(pdb is not None and pdb["spec"]["selector"]["matchLabels"] == ss["spec"]["s
      "a PodDisruptionBudget for the coordinator")
 cp = by.get(("NetworkPolicy", "ringmaster-coordinator"))
 if cp:
+    health = ss["spec"]["template"]["spec"]["containers"][0]["livenessProbe"].get("grpc", {}).get("port")
+    need(any(p["port"] == health for r in cp["spec"]["ingress"] if "from" not in r for p in r["ports"]),
+         "coordinator NetworkPolicy: the health port open to the kubelet's probes")
     grpc = next(r for r in cp["spec"]["ingress"] if any(p["port"] == 50051 for p in r["ports"]))
     need(any(f.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/component") == "worker" for f in grpc["from"]),
          "coordinator gRPC: from the workers")
@@ -116,7 +133,7 @@ for m in monitors:
         need(m["metadata"].get("namespace") == "ringmaster", f"{m['kind']}: namespace ringmaster")
 if errors:
     print("FAIL: " + "; ".join(errors)); sys.exit(1)
-print(f"ok: no Secret, images ringmaster:{version}, probes on /healthz, no API tokens, IPC_LOCK + RDMA + memory /dev/shm + a draining preStop on the worker, a coordinator PDB, NetworkPolicies, the operator's monitors (DCGM too)")
+print(f"ok: no Secret, images ringmaster:{version}, probes on gRPC health (coordinator) and /healthz (worker), no API tokens, IPC_LOCK + RDMA + memory /dev/shm + a draining preStop on the worker, a coordinator PDB, NetworkPolicies, the operator's monitors (DCGM too)")
 PY
 
 # The check can fail: a port that is not a number, a DaemonSet without a selector.

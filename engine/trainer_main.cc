@@ -21,8 +21,9 @@
 // itself (engine/train/launcher.h); a rank that fails stops the others.
 //
 // Exit status: 0 when done (or stopped), kExitUnrecoverable (common/
-// exit_codes.h) when its spec or context is invalid or the coordinator
-// refused a commit as INVALID_ARGUMENT (no restart can help), 1 otherwise.
+// exit_codes.h) when its spec or context is invalid, its data may not be read
+// (PERMISSION_DENIED) or the coordinator refused a commit as INVALID_ARGUMENT
+// (no restart can help), 1 otherwise.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -197,6 +198,7 @@ int main(int argc, char** argv) {
                                                                                   : ringmaster::engine::Device::kCpu;
   }
   config->device_index = ringmaster::engine::CudaOrdinal(*context);
+  config->data.root = context->data_root();  // opened beneath it (engine/data/data_file.h)
   std::unique_ptr<ringmaster::engine::dist::ProcessGroup> world;
   if (world_size > 1) {
     ringmaster::engine::JoinOptions join;
@@ -223,6 +225,7 @@ int main(int argc, char** argv) {
   int64_t device_peak_bytes = 0;  // the caching allocator's (CUDA); 0 on the CPU
   ringmaster::engine::TrainerOptions options;
   options.checkpoint_dir = context->checkpoint_dir();
+  options.checkpoint_roots.assign(context->checkpoint_roots().begin(), context->checkpoint_roots().end());
   options.max_steps_this_run = max_steps;
   options.world = world.get();
   options.coord = {context->rank().data_rank(), context->rank().pipeline_rank()};
@@ -244,6 +247,10 @@ int main(int argc, char** argv) {
     options.checkpoint_requested = [&] { return agent->checkpoint_requested(); };
     // Only what the coordinator recorded as committed is resumed from.
     options.resume_from = context->has_resume_from() ? context->resume_from().path() : "";
+    // ...and only as the coordinator recorded it at commit.
+    if (context->has_resume_from()) {
+      options.resume_recorded_files = ringmaster::engine::CommittedFiles(context->resume_from());
+    }
     options.on_resume_damaged = [&](const absl::Status& damage) {
       if (absl::Status s = agent->ReportDamaged(context->resume_from(), std::string(damage.message())); !s.ok()) {
         spdlog::error("could not report the damaged checkpoint: {}", s.ToString());
@@ -257,7 +264,12 @@ int main(int argc, char** argv) {
   };
   absl::StatusOr<std::unique_ptr<ringmaster::engine::Trainer>> trainer =
       ringmaster::engine::Trainer::Create(*config, options);
-  if (!trainer.ok()) return Fail(trainer.status(), trainer.status().code() == absl::StatusCode::kInvalidArgument);
+  // A spec the trainer rejects, or data it may not read (outside its data
+  // root, through a link out of it, or the OS refuses it): no restart helps.
+  if (!trainer.ok()) {
+    return Fail(trainer.status(), trainer.status().code() == absl::StatusCode::kInvalidArgument ||
+                                      trainer.status().code() == absl::StatusCode::kPermissionDenied);
+  }
   absl::Status run = (*trainer)->Run();
   progress.Finish();
   if (!run.ok()) return Fail(run, commit_refused);

@@ -13,6 +13,7 @@
 #include "coordinator/core/job_controller.h"
 #include "coordinator/core/node_registry.h"
 #include "coordinator/core/rendezvous.h"
+#include "common/grpc_security.h"
 #include "fuzz/fuzz_check.h"
 #include "proto/job_service.grpc.pb.h"
 #include "proto/node_service.grpc.pb.h"
@@ -120,7 +121,16 @@ void CoordinatorHarness::StartServer() {
       coordinator::CoordinatorServer::Start(config, &clock_);
   FUZZ_CHECK(server.ok(), "cannot start the coordinator: ", server.status().ToString());
   server_ = *std::move(server);
-  channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials());
+  // Every call carries the node's credential, as a worker's do (the JobService
+  // ignores it), so that fuzzed node calls get past "which node is this".
+  channel_ = MakeChannel(absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials(),
+                         grpc::ChannelArguments(), {}, [this]() -> Headers {
+                           std::lock_guard<std::mutex> lock(credential_mu_);
+                           if (credential_.empty()) return {};
+                           return {{kNodeCredentialHeader, credential_}};
+                         });
+  std::lock_guard<std::mutex> lock(credential_mu_);
+  credential_.clear();
   node_id_.clear();
   job_id_.clear();
   generation_ = 0;
@@ -141,6 +151,8 @@ void CoordinatorHarness::RegisterNode() {
   FUZZ_CHECK(status.ok(), "the harness cannot register its node: ", status.error_message());
   node_id_ = response.node_id();
   session_id_ = response.session_id();
+  std::lock_guard<std::mutex> lock(credential_mu_);
+  if (!response.credential().empty()) credential_ = response.credential();
 }
 
 void CoordinatorHarness::SubmitJob() {

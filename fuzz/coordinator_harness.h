@@ -10,7 +10,8 @@
 //
 // It keeps a world the fuzzed requests can reach into: a registered node
 // "fuzz-node" (2 CPU slots) and a job of 1 node x 2 CPU ranks that has been
-// placed (STARTING or later). Fixups let a request name them (job id,
+// placed (STARTING or later). Every call on channel() carries that node's
+// credential, as its worker's calls would. Fixups let a request name them (job id,
 // generation, node id, session id) instead of its fuzzed values, so that
 // inputs get past "no such job" to the real handling. Every
 // kInputsPerServer inputs it starts over on a fresh directory (bounded
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/time/time.h"
@@ -88,6 +90,10 @@ class CoordinatorHarness {
   int inputs_ = 0;
   std::string node_id_;
   int64_t session_id_ = 0;
+  // The node's credential, sent with every call on channel_ (read on gRPC's
+  // threads as calls start, some forwarded by an AgentServer).
+  std::mutex credential_mu_;
+  std::string credential_;
   std::string job_id_;
   int64_t generation_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace ringmaster::fuzz {
 namespace {
@@ -32,7 +33,9 @@ v1::CommitCheckpointRequest ValidCommit(const CoordinatorHarness& h, int64_t ste
   commit.set_job_id(h.job_id());
   commit.set_generation(h.generation());
   commit.set_step(step);
-  commit.set_path(absl::StrCat(h.checkpoint_root(), "/", h.job_id(), "/step-", step));
+  // The directory the coordinator decided for the generation (any other is
+  // PERMISSION_DENIED).
+  commit.set_path(absl::StrFormat("%s/%s/gen-%d/step-%09d", h.checkpoint_root(), h.job_id(), h.generation(), step));
   commit.set_rank(0);
   commit.set_pipeline_stage(0);
   commit.set_pipeline_stages(1);

@@ -3,10 +3,17 @@
 # newest committed checkpoint is flipped and a trainer killed -9. The next
 # generation finds the damage, the coordinator marks that checkpoint bad
 # (timeline, `checkpoints`) and restarts from the one before, without using a
-# restart, and the job succeeds.
-# Usage: damaged_checkpoint_test.sh CLI COORDINATOR WORKER TRAINER SPEC
+# restart, and the job succeeds. SCENARIO:
+#   flip                the byte alone: the checkpoint's manifest tells
+#   rewritten_manifest  and the manifest rewritten to match the altered file:
+#                       only the SHA-256s the coordinator recorded at commit
+#                       tell
+# Usage: damaged_checkpoint_test.sh SCENARIO CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
+scenario=$1
+shift
+case $scenario in flip | rewritten_manifest) ;; *) echo "unknown scenario $scenario"; exit 2 ;; esac
 start_local_cluster "$@" 2
 
 steps=300
@@ -39,18 +46,27 @@ for _ in $(seq 10); do
 done
 path=$(python3 -c "import ast, sys; print(ast.literal_eval(sys.argv[1])['path'])" "$newest")
 step=$(python3 -c "import ast, sys; print(ast.literal_eval(sys.argv[1])['step'])" "$newest")
-python3 - "$path/model.safetensors" <<'EOF'
-import os, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(os.path.getsize(sys.argv[1]) // 2)
+python3 - "$path" "$scenario" <<'EOF'
+import hashlib, json, os, sys
+path, scenario = sys.argv[1], sys.argv[2]
+model = os.path.join(path, "model.safetensors")
+with open(model, "r+b") as f:
+    f.seek(os.path.getsize(model) // 2)
     byte = f.read(1)
     f.seek(-1, 1)
     f.write(bytes([byte[0] ^ 0xFF]))
+if scenario == "rewritten_manifest":  # the manifest now vouches for the altered file
+    manifest = os.path.join(path, "MANIFEST.json")
+    m = json.load(open(manifest))
+    for entry in m["files"]:
+        if entry["name"] == "model.safetensors":
+            entry["sha256"] = hashlib.sha256(open(model, "rb").read()).hexdigest()
+    json.dump(m, open(manifest, "w"))
 EOF
 victim=$(pgrep -f -- "--rank-context $state/.*/$job/gen-1/rank-1/rank.json" | head -1)
 kill -9 "$victim"
 kill -CONT $frozen 2>/dev/null
-echo "flipped a byte of step $step ($path) and killed rank 1"
+echo "flipped a byte of step $step ($path, $scenario) and killed rank 1"
 
 wait_until 600 "job $job did not succeed" job_in_state "$job" JOB_STATE_SUCCEEDED
 damaged=$(event_reason "$job" CHECKPOINT_DAMAGED) || fail "no CHECKPOINT_DAMAGED event"
@@ -63,4 +79,4 @@ last=$(grep -oE 'resuming from step [0-9]+' <<<"${resumes##*|}" | grep -oE '[0-9
 [ -n "$last" ] && [ "$last" -lt "$step" ] || fail "the last restart did not resume from an earlier checkpoint: $resumes"
 rm_cli checkpoints "$job" >"$state/checkpoints.txt" || fail "checkpoints failed"
 grep -qE "^$step +1 +BAD" "$state/checkpoints.txt" || { cat "$state/checkpoints.txt"; fail "checkpoints does not show step $step as BAD"; }
-echo "PASS: damaged step $step marked bad, resumed from step $last, job succeeded with 1 restart"
+echo "PASS ($scenario): damaged step $step marked bad, resumed from step $last, job succeeded with 1 restart"

@@ -26,7 +26,7 @@ start_coordinator() {
 start_node_worker() {
   local n=$1
   nsenter -t "${holder_pids[$n]}" -n -- "$worker" --coordinator "$addr" --cpu-slots 1 \
-    --state-dir "$state/w$n" --trainer "$trainer" --listen-address "10.231.0.1$n" --node-name "node$n" \
+    --state-dir "$state/w$n" --trainer "$trainer" --run-as self --listen-address "10.231.0.1$n" --node-name "node$n" \
     --metrics-listen "" "${worker_tls[@]}" --stop-grace-period 3 --state-dump-wait 1 \
     --reconnect-initial-backoff 0.2 --reconnect-max-backoff 1 >>"$state/worker$n.log" 2>&1 &
   worker_pids[$n]=$!

@@ -62,7 +62,7 @@ job=$(job_id_of "$out")
 message=$(job_field "$job" 'r["job"]["message"]')
 grep -q "data.path: $state/n1 is outside this node's data roots" <<<"$message" ||
   fail "the message does not name data.path: $message"
-[ -z "$(trainer_pids "$job")" ] && [ ! -e "$state/n1/jobs/$job/gen-1/rank-0/rank.json" ] ||
+[ -z "$(trainer_pids "$job")" ] && [ ! -e "$state/n1/ranks/$job/gen-1/rank-0/rank.json" ] ||
   fail "a trainer was started for job $job"
 echo "PASS: data.path outside the data roots: FAILED at once ($message)"
 

@@ -50,7 +50,7 @@ holding = []
 for job in jobs:
     res = job["spec"]["resources"]
     state, world = job["state"], res.get("nodes", 1) * res.get("ranksPerNode", 1)
-    ranks = len(job.get("placement", {}).get("ranks", []))
+    ranks = job.get("placement", {}).get("worldSize", 0)  # a summary: the shape of the placement, not its ranks
     if state == "JOB_STATE_QUEUED" and (ranks or live.get(job["id"])):
         print("FAIL queued job %s has %d placed rank(s) and %d trainer(s)" % (job["id"], ranks, live.get(job["id"], 0)))
     if state in ("JOB_STATE_PLACED", "JOB_STATE_STARTING", "JOB_STATE_RUNNING"):

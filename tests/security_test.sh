@@ -12,7 +12,7 @@
 #      (Gloo rendezvous through the coordinator with the generation's
 #      secret) succeeds and is owned by alice; bob cannot cancel alice's
 #      job (PERMISSION_DENIED), alice can;
-#   4. no token, join token, rendezvous secret or key appears in any log,
+#   4. no token, join token, rendezvous secret or key, node credential appears in any log,
 #      CLI output or /metrics.
 # Everything started here is stopped (SIGTERM, then SIGKILL) and reaped
 # (cluster_lib.sh's cleanup).
@@ -95,7 +95,7 @@ for case in expired other nojoin untrusted; do
     untrusted) args=(--tls-ca "$other/ca.crt" --tls-cert "$other/worker.crt" --tls-key "$other/worker.key"
                      --join-token-file "$state/join.token") ;;  # does not trust the coordinator's CA
   esac
-  "$worker" --coordinator "$addr" --cpu-slots 1 --state-dir "$state/bad$w" --trainer "$trainer" \
+  "$worker" --coordinator "$addr" --cpu-slots 1 --state-dir "$state/bad$w" --trainer "$trainer" --run-as self \
     --listen-address 127.0.0.1 --node-name "bad-$case" --metrics-listen "" "${args[@]}" >"$state/bad-$case.log" 2>&1 &
   bad=$!
   for _ in $(seq 100); do grep -q UNAUTHENTICATED "$state/bad-$case.log" && break; sleep 0.1; done
@@ -110,7 +110,9 @@ for case in expired other nojoin untrusted; do
 done
 
 # --- 3. a job with everything on -----------------------------------------------
-"$worker" --coordinator "$addr" --cpu-slots 2 --state-dir "$state/w1" --trainer "$trainer" \
+# --run-as self: the trainer lies in Bazel's runfiles, which no other account
+# may reach (tests/rank_isolation_test.sh runs ranks as other accounts).
+"$worker" --coordinator "$addr" --cpu-slots 2 --state-dir "$state/w1" --trainer "$trainer" --run-as self \
   --listen-address 127.0.0.1 --node-name node1 --metrics-listen "127.0.0.1:$wmport" --log-level debug \
   --tls-ca "$ca/ca.crt" --tls-cert "$ca/worker.crt" --tls-key "$ca/worker.key" \
   --join-token-file "$state/join.token" >"$state/worker.log" 2>&1 &
@@ -163,12 +165,14 @@ curl -s "http://127.0.0.1:$wmport/metrics" >"$state/worker-metrics.txt" || fail 
 grep -q ringmaster_ "$state/coordinator-metrics.txt" || fail "empty coordinator /metrics"
 key=$(cat "$state/coordinator/rendezvous.key")
 secret=$(python3 -c 'import hmac,hashlib,sys; print(hmac.new(bytes.fromhex(sys.argv[1]), f"{sys.argv[2]}\n1".encode(), hashlib.sha256).hexdigest())' "$key" "$job")
+node_credential=$(cat "$state/w1/node-credential")
+[ "$(stat -c %a "$state/w1/node-credential")" = 600 ] || fail "the node credential file is not 600"
 files=("$state"/*.log "$state"/*-metrics.txt)
 while IFS= read -r f; do files+=("$f"); done < <(find "$state/w1" "$state/coordinator/logs" -type f -name '*.log' 2>/dev/null)
 echo "checking ${#files[@]} logs and /metrics outputs for secrets"
-for name in alice_token bob_token admin_token join_token key secret; do
+for name in alice_token bob_token admin_token join_token key secret node_credential; do
   if grep -lF "${!name}" "${files[@]}"; then fail "the $name appears in the files above"; fi
 done
 if grep -l "PRIVATE KEY" "${files[@]}"; then fail "a private key appears in the files above"; fi
-echo "ok: no token, join token, rendezvous key/secret or private key in logs or /metrics"
+echo "ok: no token, join token, rendezvous key/secret, node credential or private key in logs or /metrics"
 echo "PASS"

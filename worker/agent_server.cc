@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "proto/agent_service.grpc.pb.h"
 #include "proto/checkpoint_service.grpc.pb.h"
 #include "proto/rendezvous_service.grpc.pb.h"
@@ -286,11 +287,12 @@ absl::Status AgentServer::Start() {
   services_->Register(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) return absl::UnavailableError(absl::StrCat("agent server: cannot listen on ", target()));
-  if (chmod(path.c_str(), 0600) != 0) {
+  if (chmod(path.c_str(), options_.socket_mode) != 0) {
     const int error = errno;
     Stop();
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot restrict ", path, " to its owner (chmod 600): ", std::strerror(error)));
+    return absl::PermissionDeniedError(absl::StrCat("cannot set the mode of ", path, " (chmod ",
+                                                    absl::StrFormat("%o", options_.socket_mode), "): ",
+                                                    std::strerror(error)));
   }
   spdlog::info("serving trainers on {}", target());
   return absl::OkStatus();

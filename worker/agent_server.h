@@ -2,9 +2,9 @@
 #define RINGMASTER_WORKER_AGENT_SERVER_H_
 
 // AgentServer: the gRPC server the node's trainers talk to, on a Unix-domain
-// socket (unix:<state-dir>/agent.sock, mode 0600, in the worker's state
-// directory, which main() makes 0700; Start fails if it cannot restrict the
-// socket). An adapter:
+// socket (unix:<state-dir>/agent.sock, mode socket_mode: 0600 in the
+// worker's 0700 state directory, or 0666 in its 0711 one when ranks run as
+// other accounts; Start fails if it cannot set the mode). An adapter:
 //   - AgentService.ReportMetrics: a running rank's step metrics go to the
 //     WorkerMetrics and, as RankProgress, to `on_progress` (the session relays
 //     them). A rank whose generation is over gets stop=true; one whose
@@ -27,6 +27,8 @@
 //
 // Thread-safe. Start/Stop from one thread.
 
+#include <sys/types.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,6 +45,11 @@ struct AgentServerOptions {
   // Path of the socket (without "unix:"); at most kMaxUnixSocketPath bytes.
   // A stale socket file there is removed.
   std::string socket_path;
+  // The socket's mode: 0600 (the worker's user only) when ranks run as the
+  // worker; 0666 when they run as other accounts (--run-as), which must
+  // connect (docs/security.md: every call is fenced by job, generation and
+  // rank, and the rendezvous needs the generation's secret).
+  mode_t socket_mode = 0600;
 };
 
 class AgentServer {

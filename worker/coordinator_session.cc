@@ -62,7 +62,8 @@ v1::RunningRank ToRunningRank(const RunningRankInfo& r) {
 }  // namespace
 
 std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff,
-                                                  const TlsMaterial* tls, const std::string& join_token) {
+                                                  const TlsMaterial* tls, const std::string& join_token,
+                                                  const NodeCredential* credential) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
@@ -73,7 +74,9 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, co
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(backoff.max)));
   Headers headers;
   if (!join_token.empty()) headers.emplace_back(kJoinTokenHeader, join_token);
-  return MakeChannel(address, MakeChannelCredentials(tls), args, std::move(headers));
+  HeaderSource source;
+  if (credential != nullptr) source = [credential] { return credential->CallHeaders(); };
+  return MakeChannel(address, MakeChannelCredentials(tls), args, std::move(headers), std::move(source));
 }
 
 CoordinatorSession::CoordinatorSession(std::shared_ptr<grpc::Channel> channel, RankLauncher* launcher,
@@ -275,6 +278,15 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
   }
   if (!status.ok()) return FromGrpcStatus(status);
   registered = true;
+  if (!response.credential().empty() && options_.credential != nullptr) {
+    // Kept before the node id: a node id without its credential could not be registered again.
+    if (absl::Status s = options_.credential->Set(response.credential()); !s.ok()) {
+      spdlog::error("the node credential could not be kept ({}): a restarted worker will not be able to register "
+                    "node {} again",
+                    s.ToString(), response.node_id());
+    }
+    spdlog::info("the coordinator issued this node's credential");
+  }
   SetNodeId(response.node_id());
   *session_id = response.session_id();
   absl::Duration interval = options_.heartbeat_interval;

@@ -26,7 +26,10 @@
 //     restarted meanwhile waits for their reports instead of restarting
 //     their generation.
 // The node id the coordinator assigns is kept in node_id_path, so a restarted
-// worker presents it again.
+// worker presents it again; the node's credential, which the coordinator
+// issues with the node's first registration, goes to `credential`
+// (NodeCredential keeps it in the state directory), whose channel sends it
+// with every call, registrations included.
 //
 // Thread-safe. Threads: the session thread (register, write), one reader per
 // stream, the exit reporter.
@@ -47,6 +50,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/node_service.grpc.pb.h"
 #include "worker/backoff.h"
+#include "worker/node_credential.h"
 #include "worker/process_supervisor.h"
 #include "worker/rank_launcher.h"
 #include "worker/worker_metrics.h"
@@ -59,6 +63,9 @@ struct CoordinatorSessionOptions {
   v1::NodeInfo node;
   // Where the node id is kept between runs; empty: not kept.
   std::string node_id_path;
+  // Receives the credential a registration issues (null: dropped). The same
+  // one CoordinatorChannel attaches to calls; must outlive the session.
+  NodeCredential* credential = nullptr;
   // Zero: the coordinator's interval.
   absl::Duration heartbeat_interval = absl::ZeroDuration();
   // Deadline of Register and ReportRankExit calls.
@@ -73,11 +80,13 @@ struct CoordinatorSessionOptions {
 // dead coordinator or network is noticed within ~20 s even when idle.
 // `tls` (null: plaintext, for a loopback coordinator) verifies the
 // coordinator against its CA and presents the worker's client certificate;
-// a non-empty `join_token` goes with every call (docs/security.md). The
+// a non-empty `join_token` goes with every call (docs/security.md), and so
+// does `credential`'s node credential once there is one (null: none). The
 // session, the log pusher and the rendezvous/checkpoint forwarding share it.
 std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff,
                                                   const TlsMaterial* tls = nullptr,
-                                                  const std::string& join_token = "");
+                                                  const std::string& join_token = "",
+                                                  const NodeCredential* credential = nullptr);
 
 class CoordinatorSession {
  public:

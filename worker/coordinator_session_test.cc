@@ -5,8 +5,12 @@
 #include "worker/coordinator_session.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <fstream>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -14,6 +18,7 @@
 #include "worker/fake_node_service.h"
 #include "worker/log_pusher.h"
 #include "worker/log_shipper.h"
+#include "worker/node_credential.h"
 #include "worker/paths.h"
 #include "worker/process_control.h"
 #include "worker/process_supervisor.h"
@@ -84,18 +89,19 @@ class SessionTest : public ::testing::Test {
     launcher_options.state_dir = dir_.path();
     launcher_options.trainer_path = WriteScript(dir_.Join("trainer.sh"), kTrainer);
     launcher_options.agent_socket = AgentSocketPath(dir_.path());
-    launcher_options.base_env = {"PATH=/usr/bin:/bin"};
+    launcher_options.node_env = {"PATH=/usr/bin:/bin"};
     launcher_ = std::make_unique<RankLauncher>(&supervisor_, &shipper_, launcher_options);
 
     backoff_.initial = absl::Milliseconds(50);
     backoff_.max = absl::Milliseconds(200);
-    channel_ = CoordinatorChannel(coordinator_->address(), backoff_);
+    channel_ = CoordinatorChannel(coordinator_->address(), backoff_, nullptr, "", &credential_);
     CoordinatorSessionOptions options;
     options.node.set_hostname("test-host");
     options.node.set_address("test-host");
     options.node.set_cpu_slots(2);
     options.node.set_worker_version("test");
     options.node_id_path = NodeIdPath(dir_.path());
+    options.credential = &credential_;
     options.backoff = backoff_;
     options.rpc_timeout = absl::Seconds(2);
     session_ = std::make_unique<CoordinatorSession>(channel_, launcher_.get(), &supervisor_, nullptr, options);
@@ -140,6 +146,7 @@ class SessionTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  NodeCredential credential_{NodeCredentialPath(dir_.path())};
   std::unique_ptr<FakeCoordinator> coordinator_;
   RealProcessControl control_;
   LogShipper shipper_;
@@ -319,6 +326,64 @@ TEST_F(SessionTest, StopOrdersInTheRegisterAnswerAreCarriedOut) {
   ASSERT_TRUE(WaitForExit("j", 0, &exit));
   EXPECT_TRUE(exit.stopped_by_worker());
   EXPECT_EQ(exit.generation(), 2);
+}
+
+// The credential the coordinator issues at the first registration is kept
+// (0600) and goes with every call after it: the session, exit reports, logs.
+TEST_F(SessionTest, TheIssuedCredentialIsKeptAndSentWithEveryLaterCall) {
+  session_->Start();
+  LogPusher pusher(
+      channel_, &shipper_, [&] { return session_->node_id(); }, backoff_);
+  shipper_.Start();
+  pusher.Start();
+  ASSERT_TRUE(WaitUntil([&] { return session_->connected(); }));
+  fake().Send(StartOrder("j", 1, {0, 1}, "exit3"));
+  ASSERT_TRUE(WaitForExit("j", 1));
+  ASSERT_TRUE(WaitUntil([&] { return !fake().log_lines().empty(); }));
+
+  const std::string issued = fake().issued_credential;
+  EXPECT_EQ(credential_.Get(), issued);
+  EXPECT_EQ(ReadFile(NodeCredentialPath(dir_.path())), issued + "\n");
+  struct stat st;
+  ASSERT_EQ(stat(NodeCredentialPath(dir_.path()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::vector<std::pair<std::string, std::string>> calls = fake().credentials();
+  ASSERT_GE(calls.size(), 4u);
+  EXPECT_EQ(calls[0], std::make_pair(std::string("Register"), std::string()));
+  std::set<std::string> methods;
+  for (size_t i = 1; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].second, issued) << calls[i].first;
+    methods.insert(calls[i].first);
+  }
+  EXPECT_EQ(methods, (std::set<std::string>{"Session", "ReportRankExit", "PushLogs"}));
+  shipper_.Close();
+  pusher.Stop(absl::Seconds(1));
+}
+
+// A restarted worker presents the credential it kept (and its node id), and
+// keeps it: the coordinator issues none when one is presented.
+TEST_F(SessionTest, ARestartedWorkerPresentsItsKeptCredential) {
+  const std::string kept(64, 'a');
+  {
+    NodeCredential earlier(NodeCredentialPath(dir_.path()));
+    ASSERT_TRUE(earlier.Set(kept).ok());
+  }
+  std::ofstream(NodeIdPath(dir_.path())) << "node-7\n";
+  ASSERT_TRUE(credential_.Load().ok());
+  session_ = std::make_unique<CoordinatorSession>(channel_, launcher_.get(), &supervisor_, nullptr, [&] {
+    CoordinatorSessionOptions options;
+    options.node.set_hostname("test-host");
+    options.node_id_path = NodeIdPath(dir_.path());
+    options.credential = &credential_;
+    options.backoff = backoff_;
+    return options;
+  }());
+  session_->Start();
+  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() >= 1; }));
+  ASSERT_FALSE(fake().registrations().empty());
+  EXPECT_EQ(fake().registrations()[0].node().node_id(), "node-7");
+  for (const auto& [method, credential] : fake().credentials()) EXPECT_EQ(credential, kept) << method;
+  EXPECT_EQ(credential_.Get(), kept);
 }
 
 }  // namespace

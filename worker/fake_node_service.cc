@@ -3,13 +3,28 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "common/grpc_security.h"
 #include "common/proto_time.h"
 
 namespace ringmaster::worker::testing {
 
-grpc::Status FakeNodeService::Register(grpc::ServerContext*, const v1::RegisterNodeRequest* request,
+void FakeNodeService::RecordCredential(const grpc::ServerContext& context, const std::string& method) {
+  auto it = context.client_metadata().find(kNodeCredentialHeader);
+  credentials_.emplace_back(method, it == context.client_metadata().end()
+                                        ? std::string()
+                                        : std::string(it->second.data(), it->second.size()));
+}
+
+std::vector<std::pair<std::string, std::string>> FakeNodeService::credentials() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return credentials_;
+}
+
+grpc::Status FakeNodeService::Register(grpc::ServerContext* context, const v1::RegisterNodeRequest* request,
                                        v1::RegisterNodeResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
+  RecordCredential(*context, "Register");
+  if (credentials_.back().second.empty()) response->set_credential(issued_credential);
   registrations_.push_back(*request);
   response->set_node_id(request->node().node_id().empty() ? "node-1" : request->node().node_id());
   current_session_ = ++next_session_;
@@ -28,6 +43,7 @@ grpc::Status FakeNodeService::Session(grpc::ServerContext* context,
   if (!stream->Read(&first)) return grpc::Status(grpc::StatusCode::CANCELLED, "no open message");
   {
     std::lock_guard<std::mutex> lock(mu_);
+    RecordCredential(*context, "Session");
     messages_.push_back(first);
     if (!first.has_open()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "first message must be open");
     if (reject_next_.has_value()) {
@@ -73,9 +89,10 @@ grpc::Status FakeNodeService::Session(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status FakeNodeService::ReportRankExit(grpc::ServerContext*, const v1::ReportRankExitRequest* request,
+grpc::Status FakeNodeService::ReportRankExit(grpc::ServerContext* context, const v1::ReportRankExitRequest* request,
                                              v1::ReportRankExitResponse*) {
   std::lock_guard<std::mutex> lock(mu_);
+  RecordCredential(*context, "ReportRankExit");
   if (refuse_exits_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "refusing exit reports");
   exits_.push_back(*request);
   cv_.notify_all();
@@ -86,6 +103,7 @@ grpc::Status FakeNodeService::PushLogs(grpc::ServerContext* context, grpc::Serve
                                        v1::PushLogsResponse*) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    RecordCredential(*context, "PushLogs");
     auto it = context->client_metadata().find("ringmaster-node-id");
     log_node_ids_.push_back(it == context->client_metadata().end() ? ""
                                                                    : std::string(it->second.data(), it->second.size()));
@@ -93,10 +111,16 @@ grpc::Status FakeNodeService::PushLogs(grpc::ServerContext* context, grpc::Serve
   v1::LogChunk chunk;
   while (reader->Read(&chunk)) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (refuse_logs_.has_value()) return *refuse_logs_;
     for (const v1::LogLine& line : chunk.lines()) log_lines_.push_back(line);
     cv_.notify_all();
   }
   return grpc::Status::OK;
+}
+
+void FakeNodeService::RefuseLogs(std::optional<grpc::Status> status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  refuse_logs_ = std::move(status);
 }
 
 void FakeNodeService::Send(const v1::CoordinatorMessage& message) {

@@ -3,8 +3,10 @@
 
 // FakeCoordinator: an in-process NodeService on 127.0.0.1 for the worker's
 // tests. It records every call (registrations, session messages, exit
-// reports, log lines), answers each heartbeat with a lease, and sends what the
-// test queues with Send() down the current session. A test restarts the
+// reports, log lines, the node credential each call carried), answers each
+// heartbeat with a lease, and sends what the test queues with Send() down the
+// current session. A registration without a credential is issued
+// `issued_credential`, as the coordinator issues a node's at its first. A test restarts the
 // coordinator by destroying it and starting another on the same port.
 // Thread-safe.
 
@@ -15,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -42,12 +45,17 @@ class FakeNodeService final : public v1::NodeService::Service {
   void StopOnRegister(std::vector<v1::StopRanks> stops);
   // While true, exit reports are answered UNAVAILABLE and not recorded.
   void RefuseExits(bool refuse);
+  // While set, a PushLogs stream reads one chunk, drops it and ends with
+  // this status (a coordinator under its disk reserve: RESOURCE_EXHAUSTED).
+  void RefuseLogs(std::optional<grpc::Status> status);
 
   std::vector<v1::RegisterNodeRequest> registrations() const;
   std::vector<v1::WorkerMessage> messages() const;  // every session message, in order
   std::vector<v1::ReportRankExitRequest> exits() const;
   std::vector<v1::LogLine> log_lines() const;
   std::vector<std::string> log_node_ids() const;  // "ringmaster-node-id" of each PushLogs stream
+  // (method, its x-ringmaster-node-credential header or "") of every call, in order.
+  std::vector<std::pair<std::string, std::string>> credentials() const;
   int heartbeats() const;
   // The first start_result / heartbeat matching `pred`, if any.
   std::optional<v1::StartRanksResult> StartResult(const std::string& job_id, int64_t generation) const;
@@ -55,6 +63,7 @@ class FakeNodeService final : public v1::NodeService::Service {
 
   absl::Duration heartbeat_interval = absl::Milliseconds(50);
   absl::Duration lease_duration = absl::Milliseconds(300);
+  std::string issued_credential = std::string(64, 'c');
 
  private:
   mutable std::mutex mu_;
@@ -65,11 +74,15 @@ class FakeNodeService final : public v1::NodeService::Service {
   std::optional<grpc::Status> reject_next_;
   std::vector<v1::StopRanks> register_stops_;
   bool refuse_exits_ = false;
+  std::optional<grpc::Status> refuse_logs_;
   std::vector<v1::RegisterNodeRequest> registrations_;
   std::vector<v1::WorkerMessage> messages_;
   std::vector<v1::ReportRankExitRequest> exits_;
   std::vector<v1::LogLine> log_lines_;
   std::vector<std::string> log_node_ids_;
+  std::vector<std::pair<std::string, std::string>> credentials_;
+
+  void RecordCredential(const grpc::ServerContext& context, const std::string& method);  // with mu_ held
 };
 
 class FakeCoordinator {

@@ -42,7 +42,7 @@ absl::Time NewestChange(const fs::path& job_dir) {
 }  // namespace
 
 PruneResult PruneJobDirs(const std::string& jobs_dir, const std::set<std::string>& active, absl::Time now,
-                         const JobRetention& retention) {
+                         const JobRetention& retention, const RemoveTree& remove) {
   PruneResult result;
   std::error_code ec;
   if (!fs::exists(jobs_dir, ec)) return result;
@@ -65,6 +65,14 @@ PruneResult PruneJobDirs(const std::string& jobs_dir, const std::set<std::string
     const bool too_many = retention.max_count >= 0 && i >= static_cast<size_t>(retention.max_count);
     const bool too_old = retention.max_age > absl::ZeroDuration() && now - finished[i].changed > retention.max_age;
     if (!too_many && !too_old) continue;
+    if (remove != nullptr) {
+      if (absl::Status s = remove(jobs_dir, finished[i].job); !s.ok()) {
+        result.errors.push_back(std::string(s.message()));
+      } else {
+        result.removed.push_back(finished[i].job);
+      }
+      continue;
+    }
     std::error_code removed;
     fs::remove_all(fs::path(jobs_dir) / finished[i].job, removed);
     if (removed) {
@@ -77,8 +85,12 @@ PruneResult PruneJobDirs(const std::string& jobs_dir, const std::set<std::string
 }
 
 JobDirJanitor::JobDirJanitor(std::string jobs_dir, JobRetention retention,
-                             std::function<std::set<std::string>()> active, absl::Duration interval)
-    : jobs_dir_(std::move(jobs_dir)), retention_(retention), active_(std::move(active)), interval_(interval) {}
+                             std::function<std::set<std::string>()> active, absl::Duration interval, RemoveTree remove)
+    : jobs_dir_(std::move(jobs_dir)),
+      retention_(retention),
+      active_(std::move(active)),
+      interval_(interval),
+      remove_(std::move(remove)) {}
 
 JobDirJanitor::~JobDirJanitor() { Stop(); }
 
@@ -102,7 +114,7 @@ void JobDirJanitor::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     lock.unlock();
-    const PruneResult result = PruneJobDirs(jobs_dir_, active_(), absl::Now(), retention_);
+    const PruneResult result = PruneJobDirs(jobs_dir_, active_(), absl::Now(), retention_, remove_);
     if (!result.removed.empty()) {
       spdlog::info("removed the directories of {} finished job(s) under {} (retention)", result.removed.size(),
                    jobs_dir_);

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 namespace ringmaster::worker {
@@ -34,16 +35,22 @@ struct PruneResult {
   std::vector<std::string> errors;   // what could not be read or removed
 };
 
-// Prunes `jobs_dir` (<state-dir>/jobs) at time `now`; `active` holds the jobs
-// with ranks running (or starting) here, which are never touched.
+// Removes `dir`/`name` and everything in it (worker/job_dirs.h
+// RemoveOwnedTree for the ranks' own directories); null: std::filesystem's
+// remove_all.
+using RemoveTree = std::function<absl::Status(const std::string& dir, const std::string& name)>;
+
+// Prunes `jobs_dir` (<state-dir>/jobs, or <state-dir>/ranks) at time `now`;
+// `active` holds the jobs with ranks running (or starting) here, which are
+// never touched.
 PruneResult PruneJobDirs(const std::string& jobs_dir, const std::set<std::string>& active, absl::Time now,
-                         const JobRetention& retention);
+                         const JobRetention& retention, const RemoveTree& remove = nullptr);
 
 class JobDirJanitor {
  public:
   // `active` returns the jobs with ranks here (ProcessSupervisor::Running).
   JobDirJanitor(std::string jobs_dir, JobRetention retention, std::function<std::set<std::string>()> active,
-                absl::Duration interval = absl::Minutes(10));
+                absl::Duration interval = absl::Minutes(10), RemoveTree remove = nullptr);
   ~JobDirJanitor();  // Stop()
 
   // Prunes at once, then every interval until Stop.
@@ -57,6 +64,7 @@ class JobDirJanitor {
   const JobRetention retention_;
   const std::function<std::set<std::string>()> active_;
   const absl::Duration interval_;
+  const RemoveTree remove_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

@@ -1,5 +1,6 @@
 #include "worker/log_pusher.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "spdlog/spdlog.h"
@@ -7,8 +8,12 @@
 namespace ringmaster::worker {
 
 LogPusher::LogPusher(std::shared_ptr<grpc::Channel> channel, LogShipper* shipper, std::function<std::string()> node_id,
-                     BackoffOptions backoff)
-    : stub_(v1::NodeService::NewStub(channel)), shipper_(shipper), node_id_(std::move(node_id)), backoff_(backoff) {}
+                     BackoffOptions backoff, absl::Duration refused_retry)
+    : stub_(v1::NodeService::NewStub(channel)),
+      shipper_(shipper),
+      node_id_(std::move(node_id)),
+      backoff_(backoff),
+      refused_retry_(refused_retry) {}
 
 LogPusher::~LogPusher() { Stop(absl::ZeroDuration()); }
 
@@ -37,6 +42,11 @@ int64_t LogPusher::chunks_sent() const {
   return chunks_sent_;
 }
 
+int64_t LogPusher::refusals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refusals_;
+}
+
 bool LogPusher::SleepFor(absl::Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, absl::ToChronoNanoseconds(d), [&] { return draining_ || abort_; });
@@ -50,10 +60,15 @@ void LogPusher::Loop() {
   std::unique_ptr<grpc::ClientWriter<v1::LogChunk>> stream;
   v1::PushLogsResponse response;
   auto close_stream = [&](bool graceful) {
-    if (stream == nullptr) return;
+    if (stream == nullptr) return grpc::Status::OK;
     if (graceful) stream->WritesDone();
     grpc::Status status = stream->Finish();
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      spdlog::warn("the coordinator refuses this node's log lines ({}): trying again in {}; meanwhile they wait "
+                   "in a bounded buffer, beyond which they are dropped and counted "
+                   "(ringmaster_worker_log_lines_dropped_total)",
+                   status.error_message(), absl::FormatDuration(refused_retry_));
+    } else if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
       spdlog::warn("log stream to the coordinator ended: {}", status.error_message());
     }
     {
@@ -62,6 +77,7 @@ void LogPusher::Loop() {
     }
     stream.reset();
     context.reset();
+    return status;
   };
   while (true) {
     bool draining;
@@ -94,9 +110,15 @@ void LogPusher::Loop() {
       ++chunks_sent_;
       continue;
     }
-    close_stream(/*graceful=*/false);
-    if (draining) break;                      // no retrying while stopping
-    if (!SleepFor(backoff.Next())) continue;  // stopping: one last pass drains without retries
+    const grpc::Status ended = close_stream(/*graceful=*/false);
+    if (draining) break;  // no retrying while stopping
+    absl::Duration wait = backoff.Next();
+    if (ended.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++refusals_;
+      wait = std::max(wait, refused_retry_);
+    }
+    if (!SleepFor(wait)) continue;  // stopping: one last pass drains without retries
   }
   close_stream(/*graceful=*/true);
   std::lock_guard<std::mutex> lock(mu_);

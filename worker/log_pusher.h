@@ -3,9 +3,20 @@
 
 // LogPusher: the gRPC adapter that sends the LogShipper's chunks to the
 // coordinator over one long-lived NodeService.PushLogs stream (metadata
-// "ringmaster-node-id" names the node). When the stream breaks it is opened
+// "ringmaster-node-id" names the node, for diagnostics; the channel's node
+// credential is what the coordinator checks: it stores only lines of ranks
+// placed on this node). When the stream breaks it is opened
 // again after a backoff; the chunk that failed is sent again on the new
 // stream, later ones wait in the shipper's bounded buffer.
+//
+// A coordinator under its disk reserve ends the stream with
+// RESOURCE_EXHAUSTED (the chunk it was given is dropped and counted there).
+// The pusher then waits `refused_retry` before it tries again (a new stream
+// accepts a write before the coordinator refuses it, so the backoff alone
+// would not grow) and logs it; meanwhile lines wait in the shipper's bounded
+// buffer and, beyond it, are dropped and counted
+// (ringmaster_worker_log_lines_dropped_total). The ranks never wait: they
+// write to files that the shipper reads after the fact.
 //
 // Thread-safe. One thread of its own between Start and Stop.
 
@@ -28,7 +39,7 @@ class LogPusher {
  public:
   // `shipper` must outlive the pusher. `node_id` is read when a stream opens.
   LogPusher(std::shared_ptr<grpc::Channel> channel, LogShipper* shipper, std::function<std::string()> node_id,
-            BackoffOptions backoff = {});
+            BackoffOptions backoff = {}, absl::Duration refused_retry = absl::Seconds(10));
   ~LogPusher();
   LogPusher(const LogPusher&) = delete;
   LogPusher& operator=(const LogPusher&) = delete;
@@ -39,6 +50,8 @@ class LogPusher {
   void Stop(absl::Duration timeout = absl::Seconds(2));
 
   int64_t chunks_sent() const;
+  // Streams the coordinator ended with RESOURCE_EXHAUSTED.
+  int64_t refusals() const;
 
  private:
   void Loop();
@@ -48,6 +61,7 @@ class LogPusher {
   LogShipper* const shipper_;
   const std::function<std::string()> node_id_;
   const BackoffOptions backoff_;
+  const absl::Duration refused_retry_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -56,6 +70,7 @@ class LogPusher {
   bool done_ = false;
   grpc::ClientContext* call_ = nullptr;
   int64_t chunks_sent_ = 0;
+  int64_t refusals_ = 0;
   std::thread thread_;
 };
 

@@ -12,8 +12,10 @@
 //                     [--stop-grace-period SECONDS] [--label KEY=VALUE ...]
 //                     [--tls-ca FILE --tls-cert FILE --tls-key FILE] [--join-token-file FILE]
 //                     [--job-retention-days DAYS] [--job-retention-count N]
+//                     [--run-as ACCOUNT|owner|self [--run-as-map FILE]] [--rank-env NAME[=VALUE] ...]
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -48,11 +50,14 @@
 #include "worker/coordinator_session.h"
 #include "worker/log_pusher.h"
 #include "worker/job_dir_janitor.h"
+#include "worker/job_dirs.h"
 #include "worker/log_shipper.h"
+#include "worker/node_credential.h"
 #include "worker/paths.h"
 #include "worker/process_control.h"
 #include "worker/process_supervisor.h"
 #include "worker/rank_launcher.h"
+#include "worker/run_as.h"
 #include "worker/worker_metrics.h"
 
 extern char** environ;
@@ -83,6 +88,11 @@ struct Flags {
   // Finished jobs' directories (<state-dir>/jobs/<job>) kept (JobDirJanitor).
   double job_retention_days = 7;
   int job_retention_count = 200;
+  // Which account ranks run as (worker/run_as.h); "": the worker decides.
+  std::string run_as;
+  std::string run_as_map;
+  // The node's variables for every rank (NodeRankEnv).
+  std::vector<std::string> rank_env;
 };
 
 SupervisorOptions SupervisorOptionsFromFlags(const Flags& flags) {
@@ -94,6 +104,73 @@ SupervisorOptions SupervisorOptionsFromFlags(const Flags& flags) {
 int Fail(const std::string& message) {
   spdlog::error("{}", message);
   return 1;
+}
+
+// Ranks of other accounts have no CAP_IPC_LOCK: what NCCL over RDMA pins is
+// bounded by RLIMIT_MEMLOCK, which they inherit. Its soft limit goes up to
+// the hard one (no privilege needed); a hard limit that is not unlimited is
+// the runtime's (systemd LimitMEMLOCK=, docker --ulimit memlock=-1).
+void RaiseMemlockForRanks() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_MEMLOCK, &limit) != 0) return;
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_MEMLOCK, &limit);
+  if (limit.rlim_max != RLIM_INFINITY) {
+    spdlog::warn("RLIMIT_MEMLOCK is {} bytes: ranks (other accounts, no CAP_IPC_LOCK) cannot pin more for RDMA; "
+                 "NCCL over InfiniBand/RoCE needs it unlimited (LimitMEMLOCK=infinity, --ulimit memlock=-1)",
+                 static_cast<uint64_t>(limit.rlim_max));
+  }
+}
+
+// Ranks of other accounts run the trainer: it and every directory above it
+// must be open to them (an operator's install is; Bazel's runfiles under a
+// 0700 /root are not).
+void WarnIfNotExecutableByOthers(const std::string& trainer) {
+  std::filesystem::path path(trainer);
+  for (std::filesystem::path p = path; !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    struct stat st;
+    if (stat(p.c_str(), &st) != 0) return;
+    const mode_t need = p == path ? (S_IROTH | S_IXOTH) : S_IXOTH;
+    if ((st.st_mode & need) != need) {
+      spdlog::warn("{} is not {} by other accounts: ranks running as one may fail to start (the trainer, its "
+                   "libraries and the directories above them must be readable and executable by the run accounts)",
+                   p.string(), p == path ? "readable and executable" : "searchable");
+      return;
+    }
+  }
+}
+
+// The state directory 0700, or 0711 when ranks run as other accounts: then
+// everything in it but ranks/ (0711) and the socket is made the worker's
+// alone (what an older worker left group- or world-readable included), and
+// ranks reach only the socket and their own job's directory.
+absl::Status RestrictStateDir(const std::string& state_dir, bool other_accounts) {
+  const mode_t mode = other_accounts ? 0711 : 0700;
+  if (chmod(state_dir.c_str(), mode) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot set the mode of --state-dir ", state_dir, " (chmod ",
+                                                      other_accounts ? "711" : "700", "): ", std::strerror(errno)));
+  }
+  const std::string ranks = RanksDir(state_dir);
+  if (mkdir(ranks.c_str(), mode) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot create ", ranks, ": ", std::strerror(errno)));
+  }
+  if (chmod(ranks.c_str(), mode) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot set the mode of ", ranks, ": ", std::strerror(errno)));
+  }
+  if (!other_accounts) return absl::OkStatus();
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& entry : std::filesystem::directory_iterator(state_dir, ec)) {
+    const std::string path = entry.path().string();
+    if (path == ranks || path == AgentSocketPath(state_dir) || entry.is_symlink(ec)) continue;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) continue;
+    if (chmod(path.c_str(), st.st_mode & 07700) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot make ", path, " the worker's alone (chmod go-rwx): ", std::strerror(errno)));
+    }
+  }
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot list --state-dir ", state_dir, ": ", ec.message()));
+  return absl::OkStatus();
 }
 
 std::string Hostname() {
@@ -183,13 +260,22 @@ absl::StatusOr<v1::NodeInfo> DescribeNode(const Flags& flags, const std::string&
 int Run(const Flags& flags) {
   std::error_code ec;
   const std::string state_dir = std::filesystem::absolute(flags.state_dir, ec).lexically_normal().string();
+  // Which account ranks run as, decided before anything is made: with other
+  // accounts, everything the worker makes is its own alone unless it says
+  // otherwise (umask 077; the ranks inherit it too).
+  absl::StatusOr<RunAsPolicy> run_as = ResolveRunAs(flags.run_as, flags.run_as_map, geteuid(),
+                                                    /*local_mode=*/!flags.tls.any());
+  if (!run_as.ok()) return Fail(std::string(run_as.status().message()));
+  const bool other_accounts = run_as->drops_privileges();
+  if (other_accounts) {
+    umask(077);
+    RaiseMemlockForRanks();
+  }
   std::filesystem::create_directories(state_dir, ec);
   if (ec) return Fail(absl::StrCat("cannot create --state-dir ", state_dir, ": ", ec.message()));
-  // The trainers' socket lives here: only this user may reach it.
-  if (chmod(state_dir.c_str(), 0700) != 0) {
-    return Fail(absl::StrCat("cannot restrict --state-dir ", state_dir, " to its owner (chmod 700): ",
-                             std::strerror(errno)));
-  }
+  // The trainers' socket and their jobs' directories live here: only this
+  // user may list it; ranks of other accounts may pass through (0711).
+  if (absl::Status s = RestrictStateDir(state_dir, other_accounts); !s.ok()) return Fail(std::string(s.message()));
   if (absl::Status s = LockStateDir(state_dir); !s.ok()) return Fail(std::string(s.message()));
   std::unique_ptr<TlsMaterial> tls;
   if (flags.tls.any()) {
@@ -244,17 +330,23 @@ int Run(const Flags& flags) {
   BackoffOptions backoff;
   backoff.initial = flags.reconnect_initial;
   backoff.max = flags.reconnect_max;
-  std::shared_ptr<grpc::Channel> channel = CoordinatorChannel(flags.coordinator, backoff, tls.get(), join_token);
+  // Which node this is: issued by the coordinator, sent with every call.
+  NodeCredential credential(NodeCredentialPath(state_dir));
+  if (absl::Status s = credential.Load(); !s.ok()) return Fail(std::string(s.message()));
+  std::shared_ptr<grpc::Channel> channel =
+      CoordinatorChannel(flags.coordinator, backoff, tls.get(), join_token, &credential);
   const std::string socket = AgentSocketPath(state_dir);
 
   RealProcessControl control;
   LogShipper shipper(Clock::Real());
   std::unique_ptr<CoordinatorSession> session;  // set before any rank can start
+  SupervisorOptions supervisor_options = SupervisorOptionsFromFlags(flags);
+  supervisor_options.require_run_as = other_accounts;
   ProcessSupervisor supervisor(&control, Clock::Real(), [&](const RankExit& exit) {
     shipper.Finish(exit.job_id, exit.generation, exit.global_rank);
     (*metrics)->RankExited(exit.job_id, exit.generation, exit.global_rank);
     if (session != nullptr) session->ReportExit(exit);
-  }, SupervisorOptionsFromFlags(flags));
+  }, supervisor_options);
   RankLauncherOptions launcher_options;
   launcher_options.state_dir = state_dir;
   launcher_options.trainer_path = *trainer;
@@ -264,20 +356,26 @@ int Run(const Flags& flags) {
     if (root.empty() || root[0] != '/') return Fail(absl::StrCat("--data-roots: ", root, " is not an absolute path"));
     launcher_options.data_roots.push_back(std::filesystem::path(root).lexically_normal().string());
   }
-  for (char** e = environ; *e != nullptr; ++e) launcher_options.base_env.emplace_back(*e);
+  std::vector<std::string> worker_env;
+  for (char** e = environ; *e != nullptr; ++e) worker_env.emplace_back(*e);
+  absl::StatusOr<std::vector<std::string>> node_env = NodeRankEnv(flags.rank_env, worker_env);
+  if (!node_env.ok()) return Fail(std::string(node_env.status().message()));
+  launcher_options.node_env = *std::move(node_env);
+  launcher_options.run_as = *run_as;
   launcher_options.default_grace = flags.stop_grace_period;
   RankLauncher launcher(&supervisor, &shipper, launcher_options);
 
   CoordinatorSessionOptions session_options;
   session_options.node = *node;
   session_options.node_id_path = NodeIdPath(state_dir);
+  session_options.credential = &credential;
   session_options.heartbeat_interval = flags.heartbeat_interval;
   session_options.backoff = backoff;
   session = std::make_unique<CoordinatorSession>(channel, &launcher, &supervisor, metrics->get(), session_options);
 
   AgentServer agent(
       &supervisor, metrics->get(), [&](const v1::RankProgress& progress) { session->ReportProgress(progress); },
-      channel, AgentServerOptions{socket});
+      channel, AgentServerOptions{socket, static_cast<mode_t>(other_accounts ? 0666 : 0600)});
   if (absl::Status s = agent.Start(); !s.ok()) return Fail(s.ToString());
   LogPusher pusher(
       channel, &shipper, [&] { return session->node_id(); }, backoff);
@@ -286,16 +384,26 @@ int Run(const Flags& flags) {
 
   spdlog::info("worker {} on {} ({} GPU(s), {} CPU slot(s)); trainer {}; state in {}; coordinator {}", kVersion,
                address, node->gpus_size(), node->cpu_slots(), *trainer, state_dir, flags.coordinator);
-  JobDirJanitor janitor(
-      JobsDir(state_dir), {absl::Seconds(flags.job_retention_days * 86400), flags.job_retention_count}, [&] {
-        std::set<std::string> active;
-        for (const RunningRankInfo& rank : supervisor.Running()) active.insert(rank.job_id);
-        return active;
-      });
+  spdlog::info("ranks run as {}", run_as->Describe());
+  if (!other_accounts && geteuid() == 0) {
+    spdlog::warn("ranks run as root, with the worker's privileges (local mode); --run-as ACCOUNT or --run-as owner "
+                 "runs them unprivileged (docs/security.md)");
+  }
+  if (other_accounts) WarnIfNotExecutableByOthers(*trainer);
+  const JobRetention retention{absl::Seconds(flags.job_retention_days * 86400), flags.job_retention_count};
+  auto active_jobs = [&] {
+    std::set<std::string> active;
+    for (const RunningRankInfo& rank : supervisor.Running()) active.insert(rank.job_id);
+    return active;
+  };
+  JobDirJanitor janitor(JobsDir(state_dir), retention, active_jobs);
+  // The jobs' own directories, removed as their owners (worker/job_dirs.h).
+  JobDirJanitor ranks_janitor(RanksDir(state_dir), retention, active_jobs, absl::Minutes(10), RemoveOwnedTree);
   shipper.Start();
   pusher.Start();
   session->Start();
   janitor.Start();
+  ranks_janitor.Start();
 
   int sig = 0;
   while ((sig = WaitForShutdownSignal(SIGUSR1)) == SIGUSR1) {
@@ -308,6 +416,7 @@ int Run(const Flags& flags) {
                absl::FormatDuration(flags.stop_grace_period));
   supervisor.Shutdown(flags.stop_grace_period);  // every exit reported to the session
   janitor.Stop();
+  ranks_janitor.Stop();
   agent.Stop();
   shipper.Close();
   pusher.Stop(absl::Seconds(2));
@@ -372,6 +481,19 @@ int main(int argc, char** argv) {
                  "Directories a job's data.path must lie in (comma-separated; a job reading elsewhere is refused)")
       ->delimiter(',')
       ->capture_default_str();
+  // Ranks never run with the worker's privileges (docs/security.md).
+  app.add_option("--run-as", flags.run_as,
+                 "Unix account the ranks run as: ACCOUNT (a name, UID or UID:GID; never root) for every job; owner "
+                 "for each job's owner's account, mapped by --run-as-map; self for the worker's own. Default: self "
+                 "unless the worker is root with TLS (a cluster), where it must be given. Ranks get the account's "
+                 "own groups, no capability and no_new_privs");
+  app.add_option("--run-as-map", flags.run_as_map,
+                 "With --run-as owner: file of \"user account\" lines mapping the coordinator's users to Unix "
+                 "accounts (not writable by group or others); a job whose owner is not in it is refused");
+  app.add_option("--rank-env", flags.rank_env,
+                 "A variable for every rank, beyond the minimal environment (ranks never inherit the worker's): "
+                 "NAME=VALUE, NAME (the worker's own value) or PREFIX* (the worker's variables starting with "
+                 "PREFIX, e.g. NCCL_*); repeatable. A job's spec env overrides it");
   // Security (docs/security.md): without TLS, --coordinator must be loopback.
   app.add_option("--tls-ca", flags.tls.ca_file, "CA bundle (PEM) the coordinator's certificate must chain to");
   app.add_option("--tls-cert", flags.tls.cert_file, "This worker's client certificate (PEM)");

@@ -40,6 +40,7 @@ absl::Status ValidateJobId(absl::string_view job_id) {
 std::string AgentSocketPath(const std::string& state_dir) { return state_dir + "/agent.sock"; }
 
 std::string NodeIdPath(const std::string& state_dir) { return state_dir + "/node-id"; }
+std::string NodeCredentialPath(const std::string& state_dir) { return state_dir + "/node-credential"; }
 
 std::string JobsDir(const std::string& state_dir) { return absl::StrCat(state_dir, "/jobs"); }
 
@@ -51,8 +52,18 @@ std::string RankLogPath(const std::string& state_dir, const std::string& job_id,
   return absl::StrCat(GenerationDir(state_dir, job_id, generation), "/rank-", rank, ".log");
 }
 
+std::string RanksDir(const std::string& state_dir) { return absl::StrCat(state_dir, "/ranks"); }
+
+std::string JobPrivateDir(const std::string& state_dir, const std::string& job_id) {
+  return absl::StrCat(RanksDir(state_dir), "/", job_id);
+}
+
+std::string JobTmpDir(const std::string& state_dir, const std::string& job_id) {
+  return absl::StrCat(JobPrivateDir(state_dir, job_id), "/tmp");
+}
+
 std::string RankWorkDir(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank) {
-  return absl::StrCat(GenerationDir(state_dir, job_id, generation), "/rank-", rank);
+  return absl::StrCat(JobPrivateDir(state_dir, job_id), "/gen-", generation, "/rank-", rank);
 }
 
 absl::StatusOr<std::string> FindTrainer(const std::string& flag_value, const std::string& self_exe,

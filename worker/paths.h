@@ -7,9 +7,20 @@
 //
 //   <state-dir>/agent.sock                          the trainers' gRPC socket
 //   <state-dir>/node-id                             the id the coordinator gave
-//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>.log     stdout+stderr of a rank (appended)
-//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>/        the rank's working directory
-//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>/rank.json  its rank context (0600)
+//   <state-dir>/node-credential                     the node's credential (0600; node_credential.h)
+//   <state-dir>/jobs/<job>/gen-<g>/rank-<r>.log     stdout+stderr of a rank (appended;
+//                                                   the worker's: the rank writes it
+//                                                   through the descriptor it inherits)
+//   <state-dir>/ranks/<job>/                        the job's private directory (its
+//                                                   run account's, 0700; worker/job_dirs.h)
+//   <state-dir>/ranks/<job>/tmp/                    its ranks' TMPDIR
+//   <state-dir>/ranks/<job>/gen-<g>/rank-<r>/       a rank's working directory
+//   <state-dir>/ranks/<job>/gen-<g>/rank-<r>/rank.json  its rank context (0600)
+//
+// The state directory is 0700, or 0711 when ranks run as other accounts
+// (they pass through it to the socket and their job's directory, and can
+// list nothing); everything in it but ranks/ and the socket is the worker's
+// alone (0700 / 0600).
 //
 // Thread-safe (no state).
 
@@ -31,10 +42,16 @@ absl::Status ValidateJobId(absl::string_view job_id);
 
 std::string AgentSocketPath(const std::string& state_dir);
 std::string NodeIdPath(const std::string& state_dir);
+std::string NodeCredentialPath(const std::string& state_dir);
 // <state-dir>/jobs: one directory per job that ran here.
 std::string JobsDir(const std::string& state_dir);
 std::string GenerationDir(const std::string& state_dir, const std::string& job_id, int64_t generation);
 std::string RankLogPath(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank);
+// <state-dir>/ranks, ranks/<job>, ranks/<job>/tmp.
+std::string RanksDir(const std::string& state_dir);
+std::string JobPrivateDir(const std::string& state_dir, const std::string& job_id);
+std::string JobTmpDir(const std::string& state_dir, const std::string& job_id);
+// <state-dir>/ranks/<job>/gen-<g>/rank-<r>.
 std::string RankWorkDir(const std::string& state_dir, const std::string& job_id, int64_t generation, int32_t rank);
 
 // The trainer binary: `flag_value` if set (must be an executable file);

@@ -70,7 +70,9 @@ void RealProcessControl::SpawnerLoop() {
 }
 
 absl::StatusOr<int64_t> RealProcessControl::DoSpawn(const SpawnRequest& request) {
-  if (absl::Status s = MakeDirs(request.cwd); !s.ok()) return s;
+  if (!request.credentials.has_value()) {
+    if (absl::Status s = MakeDirs(request.cwd); !s.ok()) return s;
+  }
   if (absl::Status s = MakeDirs(std::filesystem::path(request.log_path).parent_path().string()); !s.ok()) return s;
   SpawnOptions options;
   options.path = request.path;
@@ -80,6 +82,7 @@ absl::StatusOr<int64_t> RealProcessControl::DoSpawn(const SpawnRequest& request)
   options.output_path = request.log_path.empty() ? "/dev/null" : request.log_path;
   options.group = SpawnOptions::Group::kNewGroup;
   options.die_with_parent = true;  // this thread lives as long as the object
+  options.credentials = request.credentials;
   absl::StatusOr<pid_t> pid = ringmaster::Spawn(options);
   if (!pid.ok()) return absl::Status(pid.status().code(), absl::StrCat("spawn: ", pid.status().message()));
   return static_cast<int64_t>(*pid);

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/subprocess.h"
 
 namespace ringmaster::worker {
 
@@ -34,8 +35,14 @@ struct SpawnRequest {
   // Working directory; created (with its parents) if missing.
   std::string cwd;
   // stdout and stderr are appended to this file; created (with its parent
-  // directories) if missing. stdin is /dev/null.
+  // directories) if missing, by the worker, and inherited by the process as
+  // its descriptors 1 and 2. stdin is /dev/null.
   std::string log_path;
+  // Run as this account (nullopt: as the worker). The process then gets
+  // exactly the account's groups, no capability and no_new_privs
+  // (common/subprocess.h); `cwd` must exist (it is the account's, and the
+  // worker does not make it).
+  std::optional<SpawnOptions::Credentials> credentials;
 };
 
 // How a child ended.

@@ -67,7 +67,8 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
         outcome.started.push_back(launch.global_rank);
         continue;
       }
-      absl::StatusOr<int64_t> pid = control_->Spawn(launch.process);
+      const absl::Status allowed = CheckRunAs(launch);
+      absl::StatusOr<int64_t> pid = allowed.ok() ? control_->Spawn(launch.process) : allowed;
       if (!pid.ok()) {
         spdlog::error("job {} generation {}: cannot start rank {}: {}", job_id, generation, launch.global_rank,
                       pid.status().ToString());
@@ -128,6 +129,17 @@ int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const
   }
   control_->Interrupt();
   return signalled;
+}
+
+absl::Status ProcessSupervisor::CheckRunAs(const RankLaunch& launch) const {
+  if (!options_.require_run_as) return absl::OkStatus();
+  const std::optional<SpawnOptions::Credentials>& run_as = launch.process.credentials;
+  if (!run_as.has_value() || run_as->uid == 0 || run_as->gid == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", launch.global_rank, " would run with the worker's privileges (",
+        run_as.has_value() ? "as root" : "no account given", "): not started"));
+  }
+  return absl::OkStatus();
 }
 
 void ProcessSupervisor::StopLocked(int64_t pid, Process& process, absl::Duration grace, bool dump_state) {

@@ -3,7 +3,9 @@
 
 // ProcessSupervisor: owns the trainer processes of this node. It starts one
 // process per rank (through ProcessControl: own process group, parent-death
-// signal, stdout+stderr appended to the rank's log), stops them (optionally a
+// signal, stdout+stderr appended to the rank's log, and the account the
+// launch names: its groups, no capability, no_new_privs; with
+// require_run_as, never the worker's own), stops them (optionally a
 // state dump first: SIGUSR1; then SIGTERM to the process group, SIGKILL to it
 // when the grace period is over), reaps every one
 // on its reaper thread and reports each exit through a callback. Shutdown stops
@@ -111,6 +113,10 @@ struct SupervisorOptions {
   // it is stopped), SIGTERM this long after, SIGKILL a grace period later.
   // Zero: SIGTERM at once.
   absl::Duration state_dump_wait = absl::ZeroDuration();
+  // Ranks never run with the worker's privileges (--run-as ACCOUNT or
+  // owner): a rank whose launch names no account, or root, is not started
+  // (its exit reported as for any other start failure).
+  bool require_run_as = false;
 };
 
 class ProcessSupervisor {
@@ -177,6 +183,9 @@ class ProcessSupervisor {
     bool checkpoint_requested = false;  // RequestCheckpoint
   };
 
+  // FAILED_PRECONDITION when require_run_as and the launch names no
+  // unprivileged account.
+  absl::Status CheckRunAs(const RankLaunch& launch) const;
   void ReapLoop();
   void HandleExit(const ProcessExit& exit);
   void KillDue();

@@ -7,12 +7,16 @@
 #include <fstream>
 #include <map>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
 #include "spdlog/spdlog.h"
+#include "worker/job_dirs.h"
+#include "worker/job_roots.h"
 #include "worker/paths.h"
-#include "common/path_within.h"
+#include "common/env_policy.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "proto/rank_context.pb.h"
@@ -38,49 +42,49 @@ std::vector<std::string> EnvList(const std::map<std::string, std::string>& env) 
   return out;
 }
 
-// Written whole or not at all, readable by the worker's user only.
-absl::Status WritePrivateFile(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-    std::error_code ec;
-    std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
-                                 std::filesystem::perm_options::replace, ec);
-    if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot restrict ", tmp, ": ", ec.message()));
-    out << content;
-    if (!out.good()) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
-// OK when `path` (as the trainer would open it, symbolic links resolved)
-// lies in one of `roots`.
-absl::Status CheckDataPath(const std::string& path, const std::vector<std::string>& roots) {
-  if (path.empty()) return absl::OkStatus();  // synthetic data
-  std::error_code ec;
-  const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
-  for (const std::string& root : roots) {
-    std::error_code root_ec;
-    const std::filesystem::path base = std::filesystem::weakly_canonical(root, root_ec);
-    if (!ec && !root_ec && PathWithin(resolved, base)) return absl::OkStatus();
-  }
-  return absl::PermissionDeniedError(
-      absl::StrCat("data.path: ", path, " is outside this node's data roots (",
-                   roots.empty() ? "none configured" : absl::StrJoin(roots, ", "),
-                   "); put the dataset under one of them, or ask the operator to add a root "
-                   "(ringmaster-worker --data-roots)"));
-}
-
 int64_t FileSize(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> NodeRankEnv(const std::vector<std::string>& rank_env_flags,
+                                                     const std::vector<std::string>& worker_env) {
+  const std::map<std::string, std::string> own = EnvMap(worker_env);
+  std::map<std::string, std::string> out;
+  for (const char* locale : {"LANG", "LC_ALL"}) {
+    if (auto it = own.find(locale); it != own.end()) out[locale] = it->second;
+  }
+  for (const std::string& entry : rank_env_flags) {
+    const size_t eq = entry.find('=');
+    const std::string name = entry.substr(0, eq);
+    const bool prefix = eq == std::string::npos && !name.empty() && name.back() == '*';
+    const std::string bare = prefix ? name.substr(0, name.size() - 1) : name;
+    const bool valid = !bare.empty() && !absl::ascii_isdigit(static_cast<unsigned char>(bare[0])) &&
+                       std::all_of(bare.begin(), bare.end(), [](char c) {
+                         return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+                       });
+    if (!valid) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rank-env ", entry, ": expected NAME=VALUE, NAME (the worker's own value) or PREFIX*"));
+    }
+    if (!prefix && IsWorkerOwnedEnv(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rank-env ", entry, ": the worker sets ", name, " for each rank itself"));
+    }
+    if (eq != std::string::npos) {
+      out[name] = entry.substr(eq + 1);
+    } else if (prefix) {
+      for (const auto& [key, value] : own) {
+        if (absl::StartsWith(key, bare) && !IsWorkerOwnedEnv(key)) out[key] = value;
+      }
+    } else if (auto it = own.find(name); it != own.end()) {
+      out[name] = it->second;
+    }
+  }
+  return EnvList(out);
+}
 
 RankLauncher::RankLauncher(ProcessSupervisor* supervisor, LogShipper* shipper, RankLauncherOptions options)
     : supervisor_(supervisor), shipper_(shipper), options_(std::move(options)) {}
@@ -95,14 +99,29 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   std::map<int32_t, const v1::RankAssignment*> assignments;
   for (const v1::RankAssignment& a : placement.ranks()) assignments[a.global_rank()] = &a;
 
-  RETURN_IF_ERROR(CheckDataPath(order.spec().data().path(), options_.data_roots));
+  // The data root data.path lies beneath, and the checkpoint directory
+  // beneath the coordinator's roots, neither through a link a job planted
+  // (worker/job_roots.h): PERMISSION_DENIED, unrecoverable.
+  ASSIGN_OR_RETURN(const std::string data_root, DataRootFor(order.spec().data().path(), options_.data_roots));
+  const std::vector<std::string> checkpoint_roots(order.checkpoint_roots().begin(), order.checkpoint_roots().end());
+  RETURN_IF_ERROR(CheckCheckpointDir(order.checkpoint_dir(), checkpoint_roots));
+  ASSIGN_OR_RETURN(const RunAccount account, options_.run_as.AccountFor(order.owner()));
+  RETURN_IF_ERROR(PrepareCheckpointDir(order.checkpoint_dir(), checkpoint_roots, account));
 
   const std::string socket = options_.agent_socket;
-  std::map<std::string, std::string> common = EnvMap(options_.base_env);
-  // The spec's env (the coordinator checked the names against its allowlist),
-  // then the order's own; the per-rank GPU variables below win over both.
-  for (const auto& [key, value] : order.spec().env()) common[key] = value;
-  for (const auto& [key, value] : order.env()) common[key] = value;
+  std::map<std::string, std::string> common = {{"PATH", kRankPath}};
+  for (const auto& [key, value] : EnvMap(options_.node_env)) common[key] = value;
+  // The spec's env (the coordinator checked the names against its
+  // allowlist), then the order's own; what the worker owns wins over both.
+  for (const auto& [key, value] : order.spec().env()) {
+    if (!IsWorkerOwnedEnv(key)) common[key] = value;
+  }
+  for (const auto& [key, value] : order.env()) {
+    if (!IsWorkerOwnedEnv(key)) common[key] = value;
+  }
+  common["HOME"] = account.home.empty() ? JobPrivateDir(options_.state_dir, order.job_id()) : account.home;
+  if (account.name.find(':') == std::string::npos) common["USER"] = common["LOGNAME"] = account.name;
+  common["TMPDIR"] = JobTmpDir(options_.state_dir, order.job_id());
   // What the context holds for every rank of the order.
   v1::RankContext shared;
   shared.set_job_id(order.job_id());
@@ -120,6 +139,8 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   shared.set_agent("unix:" + socket);
   if (order.has_resume_from() && !order.resume_from().path().empty()) *shared.mutable_resume_from() = order.resume_from();
   shared.set_checkpoint_dir(order.checkpoint_dir());
+  for (const std::string& root : checkpoint_roots) shared.add_checkpoint_roots(root);
+  shared.set_data_root(data_root);
   shared.set_advertise_host(options_.advertise_host);
   google::protobuf::util::JsonPrintOptions json_options;
   json_options.preserve_proto_field_names = true;
@@ -137,10 +158,6 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
     launch.job_id = order.job_id();
     launch.generation = order.generation();
     launch.global_rank = rank;
-    const std::string work_dir = RankWorkDir(options_.state_dir, order.job_id(), order.generation(), rank);
-    std::error_code ec;
-    std::filesystem::create_directories(work_dir, ec);
-    if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", work_dir, ": ", ec.message()));
 
     v1::RankContext context = shared;
     v1::RankCoordinates* coordinates = context.mutable_rank();
@@ -157,8 +174,8 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
     if (auto s = google::protobuf::util::MessageToJsonString(context, &context_json, json_options); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("rank context: cannot write it as JSON: ", s.ToString()));
     }
-    const std::string context_path = work_dir + "/rank.json";
-    RETURN_IF_ERROR(WritePrivateFile(context_path, context_json));
+    ASSIGN_OR_RETURN(const RankFiles files, PrepareRankFiles(options_.state_dir, order.job_id(), order.generation(),
+                                                             rank, account, context_json));
 
     std::map<std::string, std::string> env = common;
     if (!a.gpu_uuid().empty()) {
@@ -166,9 +183,10 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
       env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
     }
     launch.process.path = options_.trainer_path;
-    launch.process.argv = {options_.trainer_path, "--rank-context", context_path};
+    launch.process.argv = {options_.trainer_path, "--rank-context", files.context_path};
     launch.process.env = EnvList(env);
-    launch.process.cwd = work_dir;
+    launch.process.cwd = files.work_dir;
+    if (!account.is_worker) launch.process.credentials = SpawnOptions::Credentials{account.uid, account.gid, account.groups};
     launch.process.log_path = RankLogPath(options_.state_dir, order.job_id(), order.generation(), rank);
     launches.push_back(std::move(launch));
   }

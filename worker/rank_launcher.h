@@ -2,29 +2,41 @@
 #define RINGMASTER_WORKER_RANK_LAUNCHER_H_
 
 // RankLauncher: turns the coordinator's StartRanks / StopRanks orders into
-// ProcessSupervisor calls. For each rank it makes the work directory, writes
-// the rank's context there, and builds the trainer's command line and
-// environment (the contract with ringmaster-trainer, below); once a rank is
-// started it has the LogShipper tail its log.
+// ProcessSupervisor calls. For each rank it picks the account the job runs
+// as (RunAsPolicy), makes the job's private directory and the rank's working
+// directory, writes the rank's context there (worker/job_dirs.h), prepares
+// the checkpoint directory for that account, and builds the trainer's command
+// line and environment (the contract with ringmaster-trainer, below); once a
+// rank is started it has the LogShipper tail its log.
 //
 // The trainer contract (every rank):
 //   argv: <trainer> --rank-context <work-dir>/rank.json
 //   rank.json: a ringmaster.v1.RankContext (proto/rank_context.proto) as
-//         protobuf JSON, mode 0600 (it holds the rendezvous secret): job,
-//         generation, spec, coordinates, world layout, rendezvous
-//         (grpc:unix:<agent socket>, secret, deadline), agent
-//         (unix:<agent socket>), resume checkpoint, checkpoint directory,
-//         device, advertised host
-//   cwd:  <state-dir>/jobs/<job>/gen-<g>/rank-<r>/
+//         protobuf JSON, mode 0600, the run account's (it holds the
+//         rendezvous secret): job, generation, spec, coordinates, world
+//         layout, rendezvous (grpc:unix:<agent socket>, secret, deadline),
+//         agent (unix:<agent socket>), resume checkpoint, checkpoint
+//         directory, device, advertised host
+//   user: the job's run account (--run-as: its own groups, no capability,
+//         no_new_privs), or the worker's own (--run-as self)
+//   cwd:  <state-dir>/ranks/<job>/gen-<g>/rank-<r>/
 //   stdout+stderr appended to <state-dir>/jobs/<job>/gen-<g>/rank-<r>.log
-//   env:  the worker's environment, then StartRanks.env, then for CUDA ranks
-//         CUDA_VISIBLE_DEVICES=<GPU uuid>, CUDA_DEVICE_ORDER=PCI_BUS_ID (the
-//         CUDA runtime reads them). No RINGMASTER_* variable: those are only
-//         the way to start a rank by hand.
+//         (opened by the worker; the rank cannot reach the file otherwise)
+//   env:  built, never inherited from the worker:
+//           PATH=/usr/local/bin:/usr/bin:/bin, then the node's (LANG and
+//             LC_ALL as the worker has them, the operator's --rank-env),
+//           the spec's env (the coordinator checked it: common/env_policy.h),
+//             then StartRanks.env,
+//           then what the worker owns: HOME, USER, LOGNAME of the run
+//             account, TMPDIR=<state-dir>/ranks/<job>/tmp, and for CUDA ranks
+//             CUDA_VISIBLE_DEVICES=<GPU uuid>, CUDA_DEVICE_ORDER=PCI_BUS_ID.
+//         No RINGMASTER_* variable: those are only the way to start a rank
+//         by hand.
 //
 // A spec whose data.path lies outside the node's data roots is refused
 // (PERMISSION_DENIED, naming the field): the trainer would read any file the
-// worker can, its key and join token included.
+// worker can, its key and join token included. So is a job whose owner has no
+// account here (--run-as owner).
 //
 // Thread-safe (the supervisor and shipper are; the launcher keeps no state).
 
@@ -36,6 +48,7 @@
 #include "proto/node_service.pb.h"
 #include "worker/log_shipper.h"
 #include "worker/process_supervisor.h"
+#include "worker/run_as.h"
 
 namespace ringmaster::worker {
 
@@ -50,11 +63,27 @@ struct RankLauncherOptions {
   // Directories a job's data.path must lie in (absolute). Empty: every
   // data.path is refused.
   std::vector<std::string> data_roots;
-  // The environment ranks inherit ("KEY=VALUE"): normally the worker's own.
-  std::vector<std::string> base_env;
+  // The node's part of every rank's environment ("KEY=VALUE", NodeRankEnv):
+  // on top of the minimal one, under the job's.
+  std::vector<std::string> node_env;
+  // Which account each job's ranks run as.
+  RunAsPolicy run_as = RunAsPolicy::Self();
   // Grace period of a StopRanks without one.
   absl::Duration default_grace = absl::Seconds(10);
 };
+
+// PATH of every rank unless the operator's --rank-env sets another.
+inline constexpr char kRankPath[] = "/usr/local/bin:/usr/bin:/bin";
+
+// The node's part of the ranks' environment: LANG and LC_ALL as in
+// `worker_env` (the worker's own "KEY=VALUE" list), then each of the
+// operator's --rank-env entries: NAME=VALUE sets it; NAME passes the
+// worker's own value (if it has one); PREFIX* passes each of the worker's
+// variables that starts with PREFIX. INVALID_ARGUMENT naming the entry for a
+// variable the worker owns (common/env_policy.h IsWorkerOwnedEnv) or a
+// malformed one.
+absl::StatusOr<std::vector<std::string>> NodeRankEnv(const std::vector<std::string>& rank_env_flags,
+                                                     const std::vector<std::string>& worker_env);
 
 class RankLauncher {
  public:
@@ -75,7 +104,8 @@ class RankLauncher {
   // What Start would run for each rank: makes the directories and writes the
   // rank contexts. INVALID_ARGUMENT for a bad job id, generation, or a rank
   // not in the placement; PERMISSION_DENIED for a data.path outside the data
-  // roots; FAILED_PRECONDITION when a file cannot be written.
+  // roots, an owner with no account here, or a link planted where a job
+  // directory should be; FAILED_PRECONDITION when a file cannot be written.
   absl::StatusOr<std::vector<RankLaunch>> Prepare(const v1::StartRanks& order) const;
 
  private:

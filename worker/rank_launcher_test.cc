@@ -5,7 +5,9 @@
 #include <signal.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include "proto/rank_context.pb.h"
 #include "worker/fake_process_control.h"
 #include "worker/paths.h"
+#include "worker/run_as.h"
 #include "worker/test_util.h"
 
 namespace ringmaster::worker {
@@ -26,6 +29,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::FileExists;
 using testing::TempDir;
 
 std::map<std::string, std::string> EnvOf(const SpawnRequest& request) {
@@ -62,6 +66,7 @@ v1::StartRanks Order() {
   order.add_global_ranks(2);
   order.add_global_ranks(3);
   order.set_checkpoint_dir("/shared/ckpt/j-42/gen-3");
+  order.add_checkpoint_roots("/shared/ckpt");
   order.mutable_rendezvous_deadline()->set_seconds(1800000000);
   order.mutable_resume_from()->set_path("/shared/ckpt/j-42/gen-2/step-100");
   order.mutable_resume_from()->set_step(100);
@@ -69,6 +74,7 @@ v1::StartRanks Order() {
   (*order.mutable_env())["USER_VAR"] = "x";
   (*order.mutable_spec()->mutable_env())["NCCL_DEBUG"] = "INFO";
   (*order.mutable_spec()->mutable_env())["USER_VAR"] = "from the spec";  // the order's own wins
+  (*order.mutable_spec()->mutable_env())["TMPDIR"] = "/tmp";  // the worker's own wins
   order.set_rendezvous_secret("0123abcd");
   order.mutable_spec()->set_name("tiny");
   order.mutable_spec()->mutable_parallelism()->set_data(2);
@@ -98,7 +104,7 @@ class RankLauncherTest : public ::testing::Test {
     options.trainer_path = "/opt/ringmaster/bin/ringmaster-trainer";
     options.agent_socket = dir_.Join("agent.sock");
     options.advertise_host = "node-7.example";
-    options.base_env = {"PATH=/usr/bin:/bin", "HOME=/home/rm", "USER_VAR=base"};
+    options.node_env = {"LANG=C.UTF-8", "USER_VAR=node", "NODE_VAR=node"};
     options.default_grace = absl::Seconds(7);
     options.data_roots = {"/usr/share/datasets"};
     return options;
@@ -118,24 +124,40 @@ TEST_F(RankLauncherTest, PrepareFollowsTheTrainerContract) {
   EXPECT_EQ(r2.job_id, "j-42");
   EXPECT_EQ(r2.generation, 3);
   EXPECT_EQ(r2.global_rank, 2);
-  const std::string work = dir_.Join("jobs/j-42/gen-3/rank-2");
+  const std::string work = dir_.Join("ranks/j-42/gen-3/rank-2");
   EXPECT_EQ(r2.process.path, "/opt/ringmaster/bin/ringmaster-trainer");
   EXPECT_THAT(r2.process.argv,
               ElementsAre("/opt/ringmaster/bin/ringmaster-trainer", "--rank-context", work + "/rank.json"));
   EXPECT_EQ(r2.process.cwd, work);
   EXPECT_EQ(r2.process.log_path, dir_.Join("jobs/j-42/gen-3/rank-2.log"));
 
-  // The environment is the worker's, the order's, and the CUDA runtime's
-  // device pinning; nothing of the contract travels in it.
+  // The environment is the minimal one, the node's, the spec's, the order's,
+  // then the worker's own (HOME, USER, TMPDIR, the CUDA runtime's device
+  // pinning); nothing of the worker's environment, nothing of the contract.
+  const RunAccount self = WorkerAccount();
   std::map<std::string, std::string> env = EnvOf(r2.process);
-  EXPECT_EQ(env["PATH"], "/usr/bin:/bin");
-  EXPECT_EQ(env["HOME"], "/home/rm");
-  EXPECT_EQ(env["USER_VAR"], "x");
-  EXPECT_EQ(env["NCCL_DEBUG"], "INFO");
-  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-aaaa");
-  EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
-  for (const auto& [key, value] : env) EXPECT_NE(key.rfind("RINGMASTER_", 0), 0u) << key;
+  EXPECT_EQ(env, (std::map<std::string, std::string>{
+                     {"PATH", kRankPath},
+                     {"LANG", "C.UTF-8"},
+                     {"NODE_VAR", "node"},
+                     {"USER_VAR", "x"},
+                     {"NCCL_DEBUG", "INFO"},
+                     {"HOME", self.home.empty() ? dir_.Join("ranks/j-42") : self.home},
+                     {"USER", self.name},
+                     {"LOGNAME", self.name},
+                     {"TMPDIR", dir_.Join("ranks/j-42/tmp")},
+                     {"CUDA_VISIBLE_DEVICES", "GPU-aaaa"},
+                     {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+                 }));
   EXPECT_EQ(EnvOf((*launches)[1].process).count("CUDA_VISIBLE_DEVICES"), 0u);
+  // As the worker (--run-as self): no account to switch to.
+  EXPECT_FALSE(r2.process.credentials.has_value());
+  // The job's private directory, its TMPDIR.
+  struct stat job_dir;
+  ASSERT_EQ(stat(dir_.Join("ranks/j-42").c_str(), &job_dir), 0);
+  EXPECT_EQ(job_dir.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(dir_.Join("ranks/j-42/tmp").c_str(), &job_dir), 0);
+  EXPECT_EQ(job_dir.st_mode & 0777, 0700u);
 
   // The rank context: the whole contract, readable by its owner only.
   struct stat st;
@@ -162,6 +184,9 @@ TEST_F(RankLauncherTest, PrepareFollowsTheTrainerContract) {
   EXPECT_EQ(c.resume_from().path(), "/shared/ckpt/j-42/gen-2/step-100");
   EXPECT_EQ(c.resume_from().generation(), 2);
   EXPECT_EQ(c.checkpoint_dir(), "/shared/ckpt/j-42/gen-3");
+  ASSERT_EQ(c.checkpoint_roots_size(), 1);
+  EXPECT_EQ(c.checkpoint_roots(0), "/shared/ckpt");
+  EXPECT_EQ(c.data_root(), "/usr/share/datasets");
   EXPECT_EQ(c.device().kind(), v1::RankDevice::CUDA);
   EXPECT_EQ(c.device().gpu_uuid(), "GPU-aaaa");
   EXPECT_EQ(c.advertise_host(), "node-7.example");
@@ -200,6 +225,142 @@ TEST_F(RankLauncherTest, ADataPathOutsideTheDataRootsIsRefusedForGood) {
   v1::StartRanks synthetic = Order();
   synthetic.mutable_spec()->mutable_data()->clear_path();
   EXPECT_TRUE(launcher_.Prepare(synthetic).ok()) << "synthetic data reads no file";
+}
+
+// A link a job planted under a data root or a checkpoint root (issue #27):
+// the order is refused for good (PERMISSION_DENIED naming the link), no rank
+// starts, and nothing is written through the link.
+TEST_F(RankLauncherTest, ALinkPlantedUnderARootIsRefusedForGood) {
+  const std::string data = dir_.Join("data"), ckpt = dir_.Join("ckpt"), secret = dir_.Join("secret");
+  std::filesystem::create_directories(data);
+  std::filesystem::create_directories(ckpt);
+  std::filesystem::create_directories(secret);
+  RankLauncherOptions options = Options();
+  options.data_roots = {data};
+  RankLauncher launcher(&supervisor_, nullptr, options);
+  ASSERT_EQ(symlink(secret.c_str(), (data + "/ds").c_str()), 0);
+  v1::StartRanks order = Order();
+  order.mutable_spec()->mutable_data()->set_path(data + "/ds");
+  order.set_checkpoint_dir(ckpt + "/j-42/gen-3");
+  order.clear_checkpoint_roots();
+  order.add_checkpoint_roots(ckpt);
+  absl::Status status = launcher.Prepare(order).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("data.path: " + data + "/ds: leads out of " + data + " through a symbolic link (" + data +
+                        "/ds is one)"));
+  EXPECT_TRUE(launcher.Start(order).unrecoverable());
+
+  order.mutable_spec()->mutable_data()->set_path(data);
+  ASSERT_EQ(symlink(secret.c_str(), (ckpt + "/j-42").c_str()), 0);
+  status = launcher.Prepare(order).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(status.message(), "checkpoint_dir: " + ckpt + "/j-42/gen-3: " + ckpt +
+                                  "/j-42 is a symbolic link; links are not followed beneath " + ckpt);
+  EXPECT_TRUE(launcher.Start(order).unrecoverable());
+  // A checkpoint directory beneath none of the coordinator's roots.
+  order.clear_checkpoint_roots();
+  order.add_checkpoint_roots(dir_.Join("other"));
+  EXPECT_EQ(launcher.Prepare(order).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(control_.spawned().empty());
+  EXPECT_TRUE(std::filesystem::is_empty(secret));
+  // Without the links, the same order starts.
+  std::filesystem::remove(ckpt + "/j-42");
+  order.clear_checkpoint_roots();
+  order.add_checkpoint_roots(ckpt);
+  absl::StatusOr<std::vector<RankLaunch>> launches = launcher.Prepare(order);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  EXPECT_EQ(ReadContext((*launches)[0].process.argv[2]).data_root(), data);
+}
+
+TEST_F(RankLauncherTest, AJobWhoseOwnerHasNoAccountHereIsRefusedForGood) {
+  std::map<std::string, std::string> map = {{"alice", "nobody"}};
+  absl::StatusOr<RunAsPolicy> owner = RunAsPolicy::Owner(map, "/etc/ringmaster/accounts");
+  if (!owner.ok()) GTEST_SKIP() << owner.status();  // no account "nobody", or the worker runs as it
+  RankLauncherOptions options = Options();
+  options.run_as = *owner;
+  RankLauncher launcher(&supervisor_, nullptr, options);
+  v1::StartRanks order = Order();
+  order.set_owner("mallory");
+  absl::Status status = launcher.Prepare(order).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(status.message(),
+            "user mallory has no account on this node (not in /etc/ringmaster/accounts); ask the operator to map "
+            "it (ringmaster-worker --run-as-map)");
+  order.clear_owner();
+  EXPECT_EQ(launcher.Prepare(order).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(launcher.Start(order).unrecoverable());
+  EXPECT_TRUE(control_.spawned().empty());
+}
+
+// As root, the worker gives the job's directory to the run account and makes
+// everything in it (and the checkpoint directory) as that account.
+TEST_F(RankLauncherTest, RanksOfAnotherAccountGetTheirOwnDirectoriesAndCredentials) {
+  std::string why;
+  if (!testing::CanActAsOtherAccounts(&why)) GTEST_SKIP() << why;
+  absl::StatusOr<RunAsPolicy> nobody = RunAsPolicy::Account("nobody");
+  if (!nobody.ok()) GTEST_SKIP() << nobody.status();
+  const RunAccount account = *nobody->AccountFor("");
+  const std::string ckpt_root = dir_.Join("ckpt");
+  ASSERT_EQ(mkdir(ckpt_root.c_str(), 0711), 0);
+  RankLauncherOptions options = Options();
+  options.run_as = *nobody;
+  RankLauncher launcher(&supervisor_, nullptr, options);
+  v1::StartRanks order = Order();
+  order.set_checkpoint_dir(ckpt_root + "/j-42/gen-3");
+  order.clear_checkpoint_roots();
+  order.add_checkpoint_roots(ckpt_root);
+  absl::StatusOr<std::vector<RankLaunch>> launches = launcher.Prepare(order);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  const SpawnRequest& r2 = (*launches)[0].process;
+  ASSERT_TRUE(r2.credentials.has_value());
+  EXPECT_EQ(r2.credentials->uid, account.uid);
+  EXPECT_EQ(r2.credentials->gid, account.gid);
+  EXPECT_EQ(r2.credentials->groups, account.groups);
+  EXPECT_EQ(EnvOf(r2)["USER"], "nobody");
+  EXPECT_EQ(EnvOf(r2)["HOME"], account.home);
+  for (const std::string& path : {dir_.Join("ranks/j-42"), dir_.Join("ranks/j-42/tmp"), dir_.Join("ranks/j-42/gen-3"),
+                                  dir_.Join("ranks/j-42/gen-3/rank-2"), ckpt_root + "/j-42",
+                                  ckpt_root + "/j-42/gen-3"}) {
+    struct stat st;
+    ASSERT_EQ(stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, account.uid) << path;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << path;
+  }
+  struct stat context;
+  ASSERT_EQ(stat(r2.argv[2].c_str(), &context), 0);
+  EXPECT_EQ(context.st_uid, account.uid);
+  EXPECT_EQ(context.st_mode & 0777, 0600u);
+  EXPECT_EQ(ReadContext(r2.argv[2]).rank().global_rank(), 2);
+
+  // A link the job's own ranks planted where the next generation's
+  // directory goes: refused, and nothing is written through it.
+  const std::string elsewhere = dir_.Join("elsewhere");
+  ASSERT_EQ(mkdir(elsewhere.c_str(), 0777), 0);
+  ASSERT_EQ(symlink(elsewhere.c_str(), dir_.Join("ranks/j-42/gen-4").c_str()), 0);
+  order.set_generation(4);
+  order.mutable_placement()->set_generation(4);
+  order.set_checkpoint_dir(ckpt_root + "/j-42/gen-4");
+  absl::Status planted = launcher.Prepare(order).status();
+  EXPECT_EQ(planted.code(), absl::StatusCode::kPermissionDenied) << planted;
+  EXPECT_THAT(std::string(planted.message()), HasSubstr(dir_.Join("ranks/j-42/gen-4")));
+  EXPECT_FALSE(FileExists(elsewhere + "/rank-2"));
+}
+
+TEST(NodeRankEnvTest, SetsPassesAndPrefixes) {
+  const std::vector<std::string> worker = {"LANG=en_US.UTF-8", "NCCL_SOCKET_IFNAME=ib0", "NCCL_IB_HCA=mlx5_0",
+                                           "SECRET=x", "HOME=/root", "TERM=xterm"};
+  absl::StatusOr<std::vector<std::string>> env = NodeRankEnv({}, worker);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_THAT(*env, ElementsAre("LANG=en_US.UTF-8"));
+  env = NodeRankEnv({"NCCL_*", "TERM", "MISSING", "OMP_NUM_THREADS=8"}, worker);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_THAT(*env, ElementsAre("LANG=en_US.UTF-8", "NCCL_IB_HCA=mlx5_0", "NCCL_SOCKET_IFNAME=ib0",
+                                "OMP_NUM_THREADS=8", "TERM=xterm"));
+  EXPECT_EQ(NodeRankEnv({"TMPDIR=/tmp"}, worker).status().message(),
+            "--rank-env TMPDIR=/tmp: the worker sets TMPDIR for each rank itself");
+  EXPECT_EQ(NodeRankEnv({"A B"}, worker).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NodeRankEnv({"=x"}, worker).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(RankLauncherTest, PrepareRejectsBadOrders) {

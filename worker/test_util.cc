@@ -68,4 +68,19 @@ bool ProcessAlive(long pid) {
   return state != 'Z' && state != 'X';
 }
 
+bool CanActAsOtherAccounts(std::string* why) {
+  if (geteuid() != 0) {
+    *why = "not root: cannot act as another account";
+    return false;
+  }
+  // "inside outside count" ranges; uid 65534 (nobody) must be one of them.
+  std::ifstream map("/proc/self/uid_map");
+  long inside = 0, outside = 0, count = 0;
+  while (map >> inside >> outside >> count) {
+    if (inside <= 65534 && 65534 < inside + count) return true;
+  }
+  *why = "this user namespace maps only root (a sandbox): no other account exists here";
+  return false;
+}
+
 }  // namespace ringmaster::worker::testing

@@ -41,6 +41,11 @@ bool WaitUntil(const std::function<bool()>& pred, absl::Duration timeout = absl:
 // True while `pid` is a live process (not gone, not a zombie).
 bool ProcessAlive(long pid);
 
+// Whether this test can act as other accounts (root, in a user namespace
+// that maps more than root: Bazel's sandbox maps only root). False with the
+// reason in `why` otherwise.
+bool CanActAsOtherAccounts(std::string* why);
+
 }  // namespace ringmaster::worker::testing
 
 #endif  // RINGMASTER_WORKER_TEST_UTIL_H_

@@ -103,7 +103,7 @@ TEST_F(WorkerMainTest, RunsRanksServesMetricsAndStopsCleanlyOnSigterm) {
   EXPECT_EQ(coordinator_.service().StartResult("j", 1)->started_ranks_size(), 2);
   std::vector<long> rank_pids;
   for (int r = 0; r < 2; ++r) {
-    const std::string pid_file = dir_.Join(absl::StrCat("state/jobs/j/gen-1/rank-", r, "/pid"));
+    const std::string pid_file = dir_.Join(absl::StrCat("state/ranks/j/gen-1/rank-", r, "/pid"));
     ASSERT_TRUE(WaitUntil([&] { return !ReadFile(pid_file).empty(); }));
     rank_pids.push_back(std::stol(ReadFile(pid_file)));
   }

@@ -14,7 +14,10 @@
 //   - workers present the join token ("x-ringmaster-join-token") and, when
 //     TLS is on, a client certificate issued by the cluster CA, on every
 //     NodeService, RendezvousService and CheckpointService call (a worker
-//     forwards its trainers' rendezvous and checkpoint calls).
+//     forwards its trainers' rendezvous and checkpoint calls). That admits a
+//     worker; which node it is, is its node credential's to say
+//     (NodeRegistry::AuthenticateNode, checked by those services:
+//     coordinator/service/node_identity.h).
 //   - health checks need nothing; server reflection is a read-only user call;
 //     any other method is PERMISSION_DENIED.
 // Without a token file users are not authenticated (every JobService call is

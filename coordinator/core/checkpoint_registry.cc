@@ -5,9 +5,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/checkpoint_layout.h"
 #include "common/status_macros.h"
 #include "common/proto_time.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
 namespace {
@@ -98,21 +100,44 @@ absl::Status CheckpointRegistry::Validate(const ShardCommit& c) {
   return absl::OkStatus();
 }
 
+absl::Status CheckpointRegistry::CheckPath(const ShardCommit& c, const std::string& generation_dir) {
+  const std::string expected = CheckpointStepDir(generation_dir, c.step);
+  if (c.path == expected) return absl::OkStatus();
+  bool unnormalised = absl::StrContains(c.path, "//") || absl::EndsWith(c.path, "/");
+  for (absl::string_view part : absl::StrSplit(c.path, '/')) unnormalised |= part == "." || part == "..";
+  return absl::PermissionDeniedError(absl::StrCat(
+      "path: \"", c.path, "\" is not where the coordinator put this checkpoint: step ", c.step, " of job ", c.job_id,
+      " (generation ", c.generation, ") goes to \"", expected, "\"",
+      unnormalised ? " (a path with \"..\", \".\" or doubled slashes is never accepted)" : ""));
+}
+
+bool CheckpointRegistry::IsLayoutPath(const std::string& path, const std::string& job_id, int64_t generation,
+                                      int64_t step) {
+  const std::string tail = absl::StrCat("/", job_id, "/gen-", generation, "/", CheckpointStepName(step));
+  if (path.size() <= tail.size() || !absl::EndsWith(path, tail) || path.front() != '/') return false;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(path).substr(1), '/')) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
+}
+
 std::vector<std::string> CheckpointRegistry::PrunedByLocked(const std::string& job_id, const Key& key) const {
   std::vector<std::string> paths;
   auto job = jobs_.find(job_id);
   if (job == jobs_.end()) return paths;
   for (const auto& [k, c] : job->second) {
-    if (c.pruned && c.pruned_by_generation == key.first && c.pruned_by_step == key.second) {
+    if (c.pruned && c.pruned_by_generation == key.first && c.pruned_by_step == key.second &&
+        IsLayoutPath(c.info.path(), job_id, k.first, k.second)) {
       paths.push_back(c.info.path());
     }
   }
   return paths;
 }
 
-absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commit, int32_t keep,
-                                                        std::optional<v1::JobEvent> event_if_complete) {
+absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commit, const std::string& generation_dir,
+                                                        int32_t keep, std::optional<v1::JobEvent> event_if_complete) {
   RETURN_IF_ERROR(Validate(commit));
+  RETURN_IF_ERROR(CheckPath(commit, generation_dir));
   if (keep < 1) return Invalid("keep", absl::StrCat("must be >= 1, got ", keep));
   std::unique_lock<std::mutex> lock(mu_);
   BeginWriteLocked(lock, commit.job_id);
@@ -188,7 +213,6 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
   CheckpointWrite write;
   write.info = next.info;
   write.shard = shard;
-  std::vector<std::string> prune_paths;
   if (next.info.complete()) {
     std::vector<const StoredCheckpoint*> complete = {&next};
     for (const auto& [k, c] : checkpoints) {
@@ -199,7 +223,6 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
         complete.push_back(&c);
       } else if (k.first < commit.generation) {
         write.prune.push_back({commit.job_id, k.first, k.second});  // can never complete
-        prune_paths.push_back(c.info.path());
       }
     }
     std::sort(complete.begin(), complete.end(),
@@ -210,9 +233,19 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
       // step older than `keep` newer ones is still kept until a newer commit.
       if (complete[i] == &next) continue;
       write.prune.push_back({commit.job_id, old.generation(), old.step()});
-      prune_paths.push_back(old.path());
     }
     write.event = std::move(event_if_complete);
+  }
+  // Only directories of this job's layout are handed out for deletion.
+  std::vector<std::string> prune_paths;
+  for (const CheckpointKey& p : write.prune) {
+    const std::string& path = checkpoints.at({p.generation, p.step}).info.path();
+    if (IsLayoutPath(path, commit.job_id, p.generation, p.step)) {
+      prune_paths.push_back(path);
+    } else {
+      spdlog::warn("job {}: pruned checkpoint record {} lies outside the job's checkpoint layout; its files are left "
+                   "alone", commit.job_id, path);
+    }
   }
   // The job's records cannot change meanwhile (it is marked as being
   // written), and `checkpoints` stays valid (map nodes are stable).

@@ -27,6 +27,16 @@
 // committing writer for deletion. The shard, the checkpoint, the pruning and
 // the job's CHECKPOINT_COMMITTED event are one Store transaction.
 //
+// Paths: the coordinator decides where each checkpoint lies
+// (common/checkpoint_layout.h: <generation dir>/step-NNNNNNNNN, the
+// generation directory handed to the job's ranks). A commit of any other
+// path, as text (so no "..", ".", doubled or trailing slash), is refused with
+// PERMISSION_DENIED before anything is recorded or pruned: no job can record,
+// and so have retention delete or a victim resume from, a directory outside
+// its own. Retention hands out for deletion only directories of that layout
+// for the job (a record an older coordinator accepted otherwise is dropped
+// from the list, never deleted).
+//
 // Fencing (is the commit's generation the job's current one?) is the
 // caller's (JobController's) business.
 //
@@ -90,14 +100,25 @@ class CheckpointRegistry {
   // algorithm or of the wrong length or not lowercase hex.
   static absl::Status Validate(const ShardCommit& commit);
 
-  // Records one stage's shard. Idempotent: the same shard again returns the
-  // same result (prune_paths included) with duplicate = true. ALREADY_EXISTS
-  // for a different shard of a stage already committed; INVALID_ARGUMENT
-  // when the path or pipeline_stages differ from the checkpoint's other
-  // shards; FAILED_PRECONDITION for a checkpoint already pruned. `keep` is
+  // PERMISSION_DENIED, naming the path and the one expected, unless
+  // commit.path is exactly CheckpointStepDir(generation_dir, commit.step).
+  static absl::Status CheckPath(const ShardCommit& commit, const std::string& generation_dir);
+
+  // Whether `path` is a checkpoint directory of the coordinator's layout for
+  // this job, generation and step: normalised, ending in
+  // /<job_id>/gen-<generation>/step-NNNNNNNNN.
+  static bool IsLayoutPath(const std::string& path, const std::string& job_id, int64_t generation, int64_t step);
+
+  // Records one stage's shard. `generation_dir` is where the coordinator put
+  // the commit's generation (JobLifecycle::CheckpointDir); CheckPath first.
+  // Idempotent: the same shard again returns the same result (prune_paths
+  // included) with duplicate = true. ALREADY_EXISTS for a different shard of
+  // a stage already committed; INVALID_ARGUMENT when the path or
+  // pipeline_stages differ from the checkpoint's other shards;
+  // FAILED_PRECONDITION for a checkpoint already pruned. `keep` is
   // CheckpointPolicy.keep (>= 1). `event_if_complete` is appended to the
   // job's timeline if this commit completes the checkpoint.
-  absl::StatusOr<CommitResult> Commit(const ShardCommit& commit, int32_t keep,
+  absl::StatusOr<CommitResult> Commit(const ShardCommit& commit, const std::string& generation_dir, int32_t keep,
                                       std::optional<v1::JobEvent> event_if_complete);
 
   // Marks a checkpoint damaged (why: `damage`) so that it is never offered

@@ -98,6 +98,23 @@ absl::Status CoordinatorMetrics::Register() {
   log_stored_ = &log_lines->Add({{"result", "stored"}});
   log_duplicate_ = &log_lines->Add({{"result", "duplicate"}});
   log_invalid_ = &log_lines->Add({{"result", "invalid"}});
+  ASSIGN_OR_RETURN(log_bytes_, registry_->AddGauge("ringmaster_coordinator_log_bytes",
+                                                   "Bytes of a job's logs stored by the coordinator (at most "
+                                                   "--log-quota-per-job)."));
+  ASSIGN_OR_RETURN(logs_dropped_,
+                   registry_->AddCounter("ringmaster_coordinator_logs_dropped_total",
+                                         "Log lines dropped: quota (a job's oldest, to make room within its quota), "
+                                         "disk_low (new lines refused while the disk is under its reserve)."));
+  ASSIGN_OR_RETURN(disk_free_, registry_->AddCallbackGauges("ringmaster_coordinator_disk_free_bytes",
+                                                            "Free bytes on the filesystem of the coordinator's "
+                                                            "state directory (database and logs)."));
+  ASSIGN_OR_RETURN(disk_reserve_,
+                   registry_->AddCallbackGauges("ringmaster_coordinator_disk_reserve_bytes",
+                                                "Bytes the coordinator keeps free there for its database "
+                                                "(--disk-reserve); under it, log lines are refused."));
+  ASSIGN_OR_RETURN(disk_low_, registry_->AddCallbackGauges("ringmaster_coordinator_disk_low",
+                                                           "1 while the free bytes are under the reserve (new log "
+                                                           "lines refused), else 0."));
 
   ASSIGN_OR_RETURN(CallbackGauges * nodes, registry_->AddCallbackGauges("ringmaster_nodes", "Registered nodes per state."));
   ASSIGN_OR_RETURN(CallbackGauges * gpus,
@@ -239,6 +256,33 @@ void CoordinatorMetrics::ObserveRpc(const std::string& method, const std::string
   rpcs_->Add({{"method", method}, {"code", code}}).Increment();
   if (!unary) return;
   rpc_latency_->Add({{"method", method}}, kRpcLatencyBuckets).Observe(absl::ToDoubleSeconds(latency));
+}
+
+void CoordinatorMetrics::SetDiskReserve(const DiskReserve* reserve) {
+  if (reserve == nullptr) {
+    for (CallbackGauges* g : {disk_free_, disk_reserve_, disk_low_}) g->Set({}, nullptr);
+    return;
+  }
+  disk_free_->Set({}, [reserve] { return static_cast<double>(reserve->Check().usage.free_bytes); });
+  disk_reserve_->Set({}, [reserve] { return static_cast<double>(reserve->Check().reserve_bytes); });
+  disk_low_->Set({}, [reserve] { return reserve->Check().low ? 1.0 : 0.0; });
+}
+
+void CoordinatorMetrics::OnJobLogBytes(const std::string& job_id, int64_t bytes) {
+  log_bytes_->Add({{"job", job_id}}).Set(static_cast<double>(bytes));
+}
+
+void CoordinatorMetrics::OnLinesDropped(const std::string& job_id, const std::string& reason, int64_t lines) {
+  logs_dropped_->Add({{"job", job_id}, {"reason", reason}}).Increment(static_cast<double>(lines));
+}
+
+void CoordinatorMetrics::OnJobDeleted(const std::string& job_id) {
+  log_bytes_->Remove(&log_bytes_->Add({{"job", job_id}}));
+  for (const char* reason : {"quota", "disk_low"}) {
+    if (logs_dropped_->Has({{"job", job_id}, {"reason", reason}})) {
+      logs_dropped_->Remove(&logs_dropped_->Add({{"job", job_id}, {"reason", reason}}));
+    }
+  }
 }
 
 void CoordinatorMetrics::CountLogLines(int64_t stored, int64_t duplicates, int64_t invalid) {

@@ -31,6 +31,13 @@
 //   ringmaster_rpc_latency_seconds{method}       histogram: unary RPCs, handler start -> status sent
 //   ringmaster_rpcs_total{method,code}           counter: RPCs finished, by status code
 //   ringmaster_log_lines_total{result}           counter: pushed log lines (stored, duplicate, invalid)
+//   ringmaster_coordinator_disk_free_bytes       gauge: free bytes on the state directory's filesystem
+//   ringmaster_coordinator_disk_reserve_bytes    gauge: the reserve kept there (--disk-reserve)
+//   ringmaster_coordinator_disk_low              gauge: 1 while free < reserve (new log lines refused)
+//   ringmaster_coordinator_log_bytes{job}        gauge: bytes of a job's stored logs (<= --log-quota-per-job)
+//   ringmaster_coordinator_logs_dropped_total{job,reason}
+//                                                counter: log lines dropped: "quota" (the job's oldest, to
+//                                                make room), "disk_low" (refused under the reserve)
 //
 // Job metrics come from JobListener::OnJobChanged (event times, the
 // coordinator's clock, which also times the oldest wait); node metrics are read from the NodeRegistry when
@@ -53,10 +60,12 @@
 #include "common/metrics.h"
 #include "coordinator/core/job_controller.h"
 #include "coordinator/core/node_registry.h"
+#include "coordinator/store/disk_space.h"
+#include "coordinator/store/log_store.h"
 
 namespace ringmaster::coordinator {
 
-class CoordinatorMetrics : public JobListener {
+class CoordinatorMetrics : public JobListener, public LogStoreListener {
  public:
   // Registers the families. `nodes` must outlive the registry's scrapes.
   // `clock` (nullptr: the real one) must be the JobController's.
@@ -75,6 +84,14 @@ class CoordinatorMetrics : public JobListener {
   void ObserveRpc(const std::string& method, const std::string& code, absl::Duration latency, bool unary);
   // Log lines PushLogs handled.
   void CountLogLines(int64_t stored, int64_t duplicates, int64_t invalid);
+  // The disk gauges read `reserve` (not owned; it must outlive the scrapes)
+  // when scraped.
+  void SetDiskReserve(const DiskReserve* reserve);
+
+  // LogStoreListener (under the LogStore's lock, which orders these calls).
+  void OnJobLogBytes(const std::string& job_id, int64_t bytes) override;
+  void OnLinesDropped(const std::string& job_id, const std::string& reason, int64_t lines) override;
+  void OnJobDeleted(const std::string& job_id) override;
 
   // JobListener
   void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) override;
@@ -120,6 +137,11 @@ class CoordinatorMetrics : public JobListener {
   prometheus::Counter* log_stored_ = nullptr;
   prometheus::Counter* log_duplicate_ = nullptr;
   prometheus::Counter* log_invalid_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* log_bytes_ = nullptr;      // series touched by LogStoreListener only
+  prometheus::Family<prometheus::Counter>* logs_dropped_ = nullptr;  // the same
+  CallbackGauges* disk_free_ = nullptr;
+  CallbackGauges* disk_reserve_ = nullptr;
+  CallbackGauges* disk_low_ = nullptr;
   CallbackGauges* sessions_ = nullptr;
 
   std::mutex mu_;  // jobs_

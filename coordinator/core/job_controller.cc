@@ -33,9 +33,13 @@ absl::StatusOr<std::vector<v1::JobEvent>> JobController::GetEvents(const std::st
   return lifecycle_.GetEvents(job_id, after_sequence);
 }
 
+absl::StatusOr<EventPage> JobController::GetEventPage(const std::string& job_id, const EventPageQuery& query) const {
+  return lifecycle_.GetEventPage(job_id, query);
+}
+
 absl::Status JobController::SnapshotJob(
     const std::string& job_id, int64_t after_sequence,
-    const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const {
+    const std::function<void(const v1::Job&, const EventPage&)>& at_snapshot) const {
   return lifecycle_.SnapshotJob(job_id, after_sequence, at_snapshot);
 }
 
@@ -60,8 +64,13 @@ absl::StatusOr<std::vector<v1::CheckpointInfo>> JobController::ListCheckpoints(c
 
 absl::StatusOr<NodeRegistrationResult> JobController::RegisterNode(const v1::NodeInfo& node,
                                                                    const std::vector<RunningRank>& running,
-                                                                   bool worker_drains) {
-  return reconciler_.RegisterNode(node, running, worker_drains);
+                                                                   bool worker_drains, const NodeProof* proof) {
+  return reconciler_.RegisterNode(node, running, worker_drains, proof);
+}
+
+absl::Status JobController::CheckPlacedOn(const std::string& node_id, const std::string& job_id, int64_t generation,
+                                          const std::vector<int32_t>& ranks) const {
+  return lifecycle_.CheckPlacedOn(node_id, job_id, generation, ranks);
 }
 
 std::vector<StartOrder> JobController::AssignmentsForNode(const std::string& node_id) const {

@@ -4,7 +4,7 @@
 // JobController: the coordinator's job logic as the gRPC services need it,
 // in plain C++ (no gRPC here):
 //
-//   JobService         Submit, GetJob, GetEvents, ListJobs, Cancel,
+//   JobService         Submit, GetJob, GetEvents, GetEventPage, ListJobs, Cancel,
 //                      GetRankProgress, ListCheckpoints (+ NodeRegistry for ListNodes)
 //   NodeService        RegisterNode, AssignmentsForNode, ReportRankExit,
 //                      ReportProgress (+ NodeRegistry::Heartbeat/CheckSession)
@@ -83,15 +83,21 @@ class JobController : public RendezvousListener {
   absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
+  // Every event after `after_sequence` (the timeline is bounded; page by
+  // page from the store). NOT_FOUND.
   absl::StatusOr<std::vector<v1::JobEvent>> GetEvents(const std::string& job_id, int64_t after_sequence) const;
-  // WatchJob's start: calls `at_snapshot` with the job and its events after
-  // `after_sequence`, both read at one moment under the job's lock, so that
-  // a JobListener subscription made inside `at_snapshot` receives exactly
-  // the changes that follow it. `at_snapshot` runs under that lock: the
-  // JobListener rules apply (record, never call back). NOT_FOUND.
-  absl::Status SnapshotJob(
-      const std::string& job_id, int64_t after_sequence,
-      const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const;
+  // One page of the job's timeline (Store::LoadEventPage): GetJob's. NOT_FOUND.
+  absl::StatusOr<EventPage> GetEventPage(const std::string& job_id, const EventPageQuery& query) const;
+  // WatchJob's start: calls `at_snapshot` with the job and the newest page
+  // of its events after `after_sequence` (at most kMaxWatchEvents and 1 MiB;
+  // EventPage.more when older ones were left out), both read at one moment
+  // under the job's lock, so that a JobListener subscription made inside
+  // `at_snapshot` receives exactly the changes that follow it. `at_snapshot`
+  // runs under that lock: the JobListener rules apply (record, never call
+  // back). NOT_FOUND.
+  absl::Status SnapshotJob(const std::string& job_id, int64_t after_sequence,
+                           const std::function<void(const v1::Job&, const EventPage&)>& at_snapshot) const;
+  // Summaries, newest first, at most page_size and kMaxListJobsPageBytes.
   // INVALID_ARGUMENT for a page_size outside [0, 1000] or a foreign token.
   absl::StatusOr<ListJobsPage> ListJobs(const ListJobsQuery& query) const;
   // Any non-terminal state -> CANCELLED, stopping the current generation's
@@ -109,10 +115,17 @@ class JobController : public RendezvousListener {
   // slots until their exits are reported); ranks of a RUNNING generation
   // placed on this node that are no longer running fail that generation.
   // `worker_drains`: the worker drains its node (NodeRegistry::Register);
-  // the jobs move at the next Tick.
+  // the jobs move at the next Tick. `proof`: what the worker's call
+  // presented (NodeRegistry::Register; null: a trusted caller).
   absl::StatusOr<NodeRegistrationResult> RegisterNode(const v1::NodeInfo& node,
                                                       const std::vector<RunningRank>& running,
-                                                      bool worker_drains = false);
+                                                      bool worker_drains = false, const NodeProof* proof = nullptr);
+  // OK when the ranks (none: some rank) of that generation of the job were
+  // placed on `node_id`; PERMISSION_DENIED otherwise, NOT_FOUND for an
+  // unknown job (JobLifecycle::CheckPlacedOn). What a node reports, commits, pushes or asks the
+  // rendezvous for is checked with it first.
+  absl::Status CheckPlacedOn(const std::string& node_id, const std::string& job_id, int64_t generation,
+                             const std::vector<int32_t>& ranks) const;
   // What should run on a node now: a start order per current generation
   // placed there (sent when a worker's session opens; workers treat a start
   // order for ranks already running as done).

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/exit_codes.h"
 #include "coordinator/core/job_controller.h"
 #include "coordinator/testing/job_controller_fixture.h"
@@ -26,7 +27,7 @@ class JobControllerContractTest : public JobControllerFixture {
     c.job_id = id;
     c.generation = job.generation();
     c.step = step;
-    c.path = absl::StrCat("/ckpt/", id, "/gen-", job.generation(), "/step-", step);
+    c.path = absl::StrFormat("/ckpt/%s/gen-%d/step-%09d", id, job.generation(), step);
     c.pipeline_stages = job.spec().parallelism().pipeline();
     c.whole_model = true;
     c.files.resize(1);
@@ -204,13 +205,22 @@ TEST_F(JobControllerContractTest, AJobsEnvNamesMustBeOnesTheOperatorAllows) {
   v1::JobSpec spec = MakeSpec(1, 1);
   (*spec.mutable_env())["NCCL_DEBUG"] = "INFO";
   (*spec.mutable_env())["CUDA_LAUNCH_BLOCKING"] = "1";
-  EXPECT_TRUE(controller_->Submit(spec, {}).ok());  // the default allowlist: NCCL_*, CUDA_*
-  (*spec.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
-  absl::Status refused = controller_->Submit(spec, {}).status();
+  EXPECT_TRUE(controller_->Submit(spec, {}).ok());  // the default: the built-in list
+  v1::JobSpec preload = spec;
+  (*preload.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
+  absl::Status refused = controller_->Submit(preload, {}).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.message(),
-            "env.LD_PRELOAD: not a variable this coordinator lets jobs set (allowed: NCCL_*, CUDA_*); ask the "
-            "operator to allow it (ringmaster-coordinator --allowed-env)");
+            "env.LD_PRELOAD: configures the dynamic loader: it loads code (matches LD_*); no pattern admits such a "
+            "variable, only the operator naming it exactly (ringmaster-coordinator --allowed-env LD_PRELOAD) after "
+            "deciding that every job may do that");
+  (*spec.mutable_env())["NCCL_SOME_FUTURE_KNOB"] = "1";
+  refused = controller_->Submit(spec, {}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "env.NCCL_SOME_FUTURE_KNOB: not a variable this coordinator lets jobs set (allowed: the built-in "
+            "NCCL/CUDA tuning variables (docs/security.md)); ask the operator to allow it (ringmaster-coordinator "
+            "--allowed-env)");
 }
 
 TEST_F(JobControllerContractTest, CheckpointDirectoriesLieInAllowedRootsOneJobEach) {
@@ -236,6 +246,23 @@ TEST_F(JobControllerContractTest, CheckpointDirectoriesLieInAllowedRootsOneJobEa
   for (const StartOrder& o : listener_.starts()) dirs.push_back(o.checkpoint_dir);
   EXPECT_EQ(dirs, (std::vector<std::string>{absl::StrCat("/ckpt/team-a/", a, "/gen-1"),
                                             absl::StrCat("/ckpt/team-a/", b, "/gen-1")}));
+  EXPECT_EQ(listener_.starts()[0].checkpoint_roots, std::vector<std::string>{"/ckpt"});
+
+  // The coordinator decides each checkpoint's directory: a commit for job a
+  // that names another (b's, through "..") is PERMISSION_DENIED and recorded
+  // nowhere; its own is accepted.
+  ShardCommit forged = CheckpointCommit(a, 10);
+  forged.path = absl::StrCat("/ckpt/team-a/", a, "/../", b, "/gen-1/step-000000010");
+  absl::Status denied = controller_->CommitCheckpoint(forged).status();
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(absl::StrContains(denied.message(), absl::StrCat("goes to \"/ckpt/team-a/", a, "/gen-1/step-000000010\"")))
+      << denied;
+  EXPECT_EQ(controller_->LatestCheckpoint(a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->LatestCheckpoint(b).status().code(), absl::StatusCode::kNotFound);
+  ShardCommit own = CheckpointCommit(a, 10);
+  own.path = absl::StrCat("/ckpt/team-a/", a, "/gen-1/step-000000010");
+  ASSERT_TRUE(controller_->CommitCheckpoint(own).ok());
+  EXPECT_EQ(controller_->LatestCheckpoint(a)->path(), own.path);
 }
 
 // Each node receives only its own ranks of the placement.

@@ -354,9 +354,10 @@ TEST_F(JobControllerFailureTest, CheckpointsAreCommittedForTheCurrentGenerationO
   EXPECT_EQ(listener_.jobs().back().last_checkpoint().step(), 100);
   // Retention keep=1: the next one prunes it.
   stage0.step = stage1.step = 200;
-  stage0.path = stage1.path = "/ckpt/" + id + "/step-200";
+  stage0.path = stage1.path = "/ckpt/" + id + "/gen-1/step-000000200";
   ASSERT_TRUE(controller_->CommitCheckpoint(stage0).ok());
-  EXPECT_EQ(controller_->CommitCheckpoint(stage1)->prune_paths, std::vector<std::string>{"/ckpt/" + id + "/step-100"});
+  EXPECT_EQ(controller_->CommitCheckpoint(stage1)->prune_paths,
+            std::vector<std::string>{"/ckpt/" + id + "/gen-1/step-000000100"});
 }
 
 // A coordinator restart loses no job, no queue order, no event, no

@@ -12,11 +12,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/env_policy.h"
+#include "common/checkpoint_layout.h"
 #include "common/path_within.h"
 #include "common/proto_time.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 #include "coordinator/core/job_state_machine.h"
+#include "coordinator/core/job_summary.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
@@ -27,6 +30,8 @@ constexpr size_t kMaxRequestIdLength = 128;
 constexpr size_t kMaxOverrides = 256;
 constexpr size_t kMaxOverrideLength = 4096;
 constexpr int32_t kDefaultPageSize = 100;
+// CancelJobRequest.reason, recorded in the job's message and its event.
+constexpr size_t kMaxCancelReasonBytes = 1024;
 constexpr int32_t kMaxPageSize = 1000;
 
 // The request id's and the recorded --set assignments' bounds.
@@ -96,17 +101,22 @@ v1::Job JobLifecycle::SnapshotLocked(const Entry& entry) const {
 }
 
 void JobLifecycle::PublishLocked(const Entry& entry, const v1::Job& job) {
+  v1::JobSummary summary = SummarizeJob(job);
   std::lock_guard<std::mutex> lock(table_mu_);
   View& view = views_[job.id()];
   view.submit_seq = entry.record.submit_seq;
   view.job = job;
+  view.summary = std::move(summary);
 }
 
 void JobLifecycle::PublishProgress(const std::string& job_id, int32_t global_rank, const v1::StepMetrics& metrics) {
   std::lock_guard<std::mutex> lock(table_mu_);
   View& view = views_[job_id];
   view.progress[global_rank] = metrics;
-  if (global_rank == 0) *view.job.mutable_progress() = metrics;
+  if (global_rank == 0) {
+    *view.job.mutable_progress() = metrics;
+    *view.summary.mutable_progress() = metrics;
+  }
 }
 
 void JobLifecycle::ClearProgress(const std::string& job_id) {
@@ -134,7 +144,7 @@ v1::JobEvent JobLifecycle::MakeEvent(const Entry& entry, v1::JobEventKind kind, 
   e.set_from_state(entry.record.job.state());
   e.set_to_state(to);
   e.set_kind(kind);
-  e.set_reason(reason);
+  e.set_reason(CutText(reason, kMaxJobTextBytes));  // a rank's report, a cancel reason
   e.set_generation(entry.record.job.generation());
   e.set_rank(rank);
   e.set_node_id(node_id);
@@ -147,6 +157,9 @@ absl::Status JobLifecycle::CommitLocked(Entry& entry, JobRecord next, std::vecto
     if (e.from_state() != e.to_state()) RETURN_IF_ERROR(CheckTransition(next.job.id(), e.from_state(), e.to_state()));
   }
   if (placement != nullptr) *next.job.mutable_placement() = *placement;
+  if (next.job.message().size() > kMaxJobTextBytes) {
+    next.job.set_message(CutText(next.job.message(), kMaxJobTextBytes));
+  }
   ASSIGN_OR_RETURN(std::vector<v1::JobEvent> stored, store_->UpdateJob(next, std::move(events), placement));
   entry.record = std::move(next);
   NotifyJobLocked(entry, stored);
@@ -155,8 +168,7 @@ absl::Status JobLifecycle::CommitLocked(Entry& entry, JobRecord next, std::vecto
 
 absl::Status JobLifecycle::CheckCheckpointRoot(const std::string& directory) const {
   if (directory.empty()) return absl::OkStatus();
-  std::vector<std::string> roots = options_.allowed_checkpoint_roots;
-  roots.push_back(options_.checkpoint_root);
+  const std::vector<std::string> roots = CheckpointRoots();
   if (PathWithinAny(directory, roots)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "checkpoint.directory: ", directory, " is not within a checkpoint root this coordinator allows (",
@@ -166,33 +178,24 @@ absl::Status JobLifecycle::CheckCheckpointRoot(const std::string& directory) con
 }
 
 absl::Status JobLifecycle::CheckEnvAllowed(const v1::JobSpec& spec) const {
-  std::vector<std::string> patterns;
-  for (const std::string& p : options_.allowed_env) {
-    if (!p.empty()) patterns.push_back(p);  // --allowed-env "": none
-  }
+  ASSIGN_OR_RETURN(EnvPolicy policy, EnvPolicy::Create(options_.allowed_env));
   std::vector<std::string> names;
   for (const auto& [name, value] : spec.env()) names.push_back(name);
-  std::sort(names.begin(), names.end());
-  for (const std::string& name : names) {
-    const bool allowed = std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
-      return p.back() == '*' ? absl::StartsWith(name, p.substr(0, p.size() - 1)) : name == p;
-    });
-    if (!allowed) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "env.", name, ": not a variable this coordinator lets jobs set (allowed: ",
-          patterns.empty() ? "none" : absl::StrJoin(patterns, ", "),
-          "); ask the operator to allow it (ringmaster-coordinator --allowed-env)"));
-    }
-  }
+  std::sort(names.begin(), names.end());  // the same error every time
+  for (const std::string& name : names) RETURN_IF_ERROR(policy.Check(name));
   return absl::OkStatus();
+}
+
+std::vector<std::string> JobLifecycle::CheckpointRoots() const {
+  std::vector<std::string> roots = options_.allowed_checkpoint_roots;
+  roots.push_back(options_.checkpoint_root);
+  return roots;
 }
 
 std::string JobLifecycle::CheckpointDir(const v1::Job& job) const {
   const std::string& root =
       job.spec().checkpoint().directory().empty() ? options_.checkpoint_root : job.spec().checkpoint().directory();
-  std::filesystem::path base = std::filesystem::path(root).lexically_normal();
-  if (!base.has_filename()) base = base.parent_path();  // "/a/b/" -> "/a/b"
-  return absl::StrCat(base.string(), "/", job.id(), "/gen-", job.generation());
+  return CheckpointGenerationDir(root, job.id(), job.generation());
 }
 
 // ---- recovery ----
@@ -317,15 +320,24 @@ absl::StatusOr<std::vector<v1::JobEvent>> JobLifecycle::GetEvents(const std::str
   return store_->LoadEvents(job_id, after_sequence);
 }
 
-absl::Status JobLifecycle::SnapshotJob(
-    const std::string& job_id, int64_t after_sequence,
-    const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const {
+absl::StatusOr<EventPage> JobLifecycle::GetEventPage(const std::string& job_id, const EventPageQuery& query) const {
+  if (Find(job_id) == nullptr) return NotFound(job_id);
+  return store_->LoadEventPage(job_id, query);
+}
+
+absl::Status JobLifecycle::SnapshotJob(const std::string& job_id, int64_t after_sequence,
+                                       const std::function<void(const v1::Job&, const EventPage&)>& at_snapshot) const {
   std::shared_ptr<Entry> entry = Find(job_id);
   if (entry == nullptr) return NotFound(job_id);
   // The job's own lock: its events are written under it too, so none can
-  // slip between this read and the subscription made in at_snapshot.
+  // slip between this read and the subscription made in at_snapshot. One
+  // page, the newest: the locks are never held across a whole history.
   std::lock_guard<std::mutex> lock(entry->mu);
-  ASSIGN_OR_RETURN(std::vector<v1::JobEvent> events, store_->LoadEvents(job_id, after_sequence));
+  EventPageQuery query;
+  query.after_sequence = after_sequence;
+  query.max_events = kMaxWatchEvents;
+  query.max_bytes = kMaxWatchEventBytes;
+  ASSIGN_OR_RETURN(EventPage events, store_->LoadEventPage(job_id, query));
   at_snapshot(SnapshotLocked(*entry), events);
   return absl::OkStatus();
 }
@@ -342,8 +354,10 @@ absl::StatusOr<ListJobsPage> JobLifecycle::ListJobs(const ListJobsQuery& query) 
   const size_t page = query.page_size == 0 ? kDefaultPageSize : static_cast<size_t>(query.page_size);
   std::lock_guard<std::mutex> lock(table_mu_);
   std::vector<const View*> matching;
+  std::vector<const View*> waiting;  // for queue positions
   for (const auto& [id, view] : views_) {
     const v1::Job& job = view.job;
+    if (job.state() == v1::JOB_STATE_QUEUED || job.state() == v1::JOB_STATE_RESTARTING) waiting.push_back(&view);
     if (view.submit_seq >= before_seq) continue;
     if (!query.states.empty() &&
         std::find(query.states.begin(), query.states.end(), job.state()) == query.states.end()) {
@@ -358,13 +372,34 @@ absl::StatusOr<ListJobsPage> JobLifecycle::ListJobs(const ListJobsQuery& query) 
   }
   std::sort(matching.begin(), matching.end(),
             [](const View* a, const View* b) { return a->submit_seq > b->submit_seq; });
+  // The scheduler's order: priority, then submission (a restart keeps its place).
+  std::sort(waiting.begin(), waiting.end(), [](const View* a, const View* b) {
+    const int32_t pa = a->job.spec().priority(), pb = b->job.spec().priority();
+    return pa != pb ? pa > pb : a->submit_seq < b->submit_seq;
+  });
+  std::map<const View*, int32_t> position;
+  for (size_t i = 0; i < waiting.size(); ++i) position[waiting[i]] = static_cast<int32_t>(i + 1);
+  // Summaries up to page_size, and below kMaxListJobsPageBytes (at least one).
   ListJobsPage out;
-  for (size_t i = 0; i < matching.size() && i < page; ++i) out.jobs.push_back(matching[i]->job);
-  if (matching.size() > page) out.next_page_token = absl::StrCat(matching[page - 1]->submit_seq);
+  size_t bytes = 0, taken = 0;
+  for (; taken < matching.size() && taken < page; ++taken) {
+    v1::JobSummary summary = matching[taken]->summary;
+    auto at = position.find(matching[taken]);
+    if (at != position.end()) summary.set_queue_position(at->second);
+    const size_t size = summary.ByteSizeLong() + 8;  // and its framing in the response
+    if (!out.jobs.empty() && bytes + size > kMaxListJobsPageBytes) break;
+    bytes += size;
+    out.jobs.push_back(std::move(summary));
+  }
+  if (taken < matching.size()) out.next_page_token = absl::StrCat(matching[taken - 1]->submit_seq);
   return out;
 }
 
 absl::StatusOr<CancelResult> JobLifecycle::Cancel(const std::string& job_id, const std::string& reason) {
+  if (reason.size() > kMaxCancelReasonBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reason: at most ", kMaxCancelReasonBytes, " bytes, got ", reason.size()));
+  }
   std::shared_ptr<Entry> found = Find(job_id);
   if (found == nullptr) return NotFound(job_id);
   Entry& entry = *found;

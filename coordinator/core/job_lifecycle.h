@@ -72,9 +72,9 @@ class JobLifecycle : public RendezvousListener {
   absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::JobEvent>> GetEvents(const std::string& job_id, int64_t after_sequence) const;
-  absl::Status SnapshotJob(
-      const std::string& job_id, int64_t after_sequence,
-      const std::function<void(const v1::Job&, const std::vector<v1::JobEvent>&)>& at_snapshot) const;
+  absl::StatusOr<EventPage> GetEventPage(const std::string& job_id, const EventPageQuery& query) const;
+  absl::Status SnapshotJob(const std::string& job_id, int64_t after_sequence,
+                           const std::function<void(const v1::Job&, const EventPage&)>& at_snapshot) const;
   absl::StatusOr<ListJobsPage> ListJobs(const ListJobsQuery& query) const;
   absl::StatusOr<CancelResult> Cancel(const std::string& job_id, const std::string& reason);
   absl::StatusOr<std::map<int32_t, v1::StepMetrics>> GetRankProgress(const std::string& job_id) const;
@@ -125,6 +125,13 @@ class JobLifecycle : public RendezvousListener {
   // is placed on `node_id`.
   bool RunsCurrently(const std::string& job_id, int64_t generation, int32_t global_rank,
                      const std::string& node_id) const;
+  // OK when every rank of `ranks` of generation `generation` of the job was
+  // placed on `node_id` (`ranks` empty: when some rank was): a node acts only
+  // for its own ranks. PERMISSION_DENIED otherwise, an unknown generation
+  // included; NOT_FOUND for an unknown job (nothing of it is anywhere); a
+  // store error reading an older generation's placement (no lock held) as it is.
+  absl::Status CheckPlacedOn(const std::string& node_id, const std::string& job_id, int64_t generation,
+                             const std::vector<int32_t>& ranks) const;
   // Slots `node_id` holds for ranks its worker no longer runs: a slot of a
   // RUNNING current generation is released and fails that generation; one
   // of a generation still starting stays (its start order is sent again);
@@ -205,6 +212,7 @@ class JobLifecycle : public RendezvousListener {
   // What readers see of a job: published after each change of its entry.
   struct View {
     v1::Job job;  // with progress (rank 0's) and last_checkpoint
+    v1::JobSummary summary;  // SummarizeJob(job), kept with it: what ListJobs copies
     int64_t submit_seq = 0;
     std::map<int32_t, v1::StepMetrics> progress;
   };
@@ -246,8 +254,11 @@ class JobLifecycle : public RendezvousListener {
   absl::Status CheckCheckpointRoot(const std::string& directory) const;
   // Every name of the spec's env is one options_.allowed_env allows.
   absl::Status CheckEnvAllowed(const v1::JobSpec& spec) const;
-  // <root>/<job id>/gen-<generation> of the job's current generation.
+  // <root>/<job id>/gen-<generation> of the job's current generation
+  // (common/checkpoint_layout.h): the one directory its commits may name.
   std::string CheckpointDir(const v1::Job& job) const;
+  // allowed_checkpoint_roots, then checkpoint_root.
+  std::vector<std::string> CheckpointRoots() const;
   std::set<std::string> ExcludedNodesLocked(const Entry& entry, const std::vector<NodeCapacity>& capacity) const;
   void DispatchLocked(Entry& entry);
   absl::Status MarkRunningLocked(Entry& entry, const std::string& why);

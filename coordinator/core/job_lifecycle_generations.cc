@@ -116,8 +116,10 @@ StartOrder JobLifecycle::StartOrderLocked(const Entry& entry, const std::string&
   // generation (a partitioned node keeps running) can never overwrite a
   // checkpoint the current one committed. Resuming reads the recorded path.
   order.checkpoint_dir = CheckpointDir(job);
+  order.checkpoint_roots = CheckpointRoots();
   order.rendezvous_deadline = entry.rendezvous_deadline;
   order.rendezvous_secret = rendezvous_->Secret(job.id(), job.generation());
+  order.owner = job.owner();
   return order;
 }
 
@@ -350,7 +352,10 @@ absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& c
   }
   v1::JobEvent event = MakeEvent(entry, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, job.state(),
                                  absl::StrCat("checkpoint at step ", commit.step, " committed: ", commit.path));
-  ASSIGN_OR_RETURN(CommitResult result, checkpoints_->Commit(commit, job.spec().checkpoint().keep(), event));
+  // The generation's own directory (the commit's generation is the job's
+  // current one): any other path is PERMISSION_DENIED, nothing recorded.
+  ASSIGN_OR_RETURN(CommitResult result,
+                   checkpoints_->Commit(commit, CheckpointDir(job), job.spec().checkpoint().keep(), event));
   if (result.event.has_value()) NotifyJobLocked(entry, {*result.event});
   if (result.event.has_value() && entry.drain.has_value()) {
     // The checkpoint a drain waited for: the job moves now (at the next

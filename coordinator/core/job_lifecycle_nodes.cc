@@ -104,6 +104,46 @@ bool JobLifecycle::RunsCurrently(const std::string& job_id, int64_t generation, 
          global_rank < p.ranks_size() && p.ranks(global_rank).node_id() == node_id;
 }
 
+absl::Status JobLifecycle::CheckPlacedOn(const std::string& node_id, const std::string& job_id, int64_t generation,
+                                         const std::vector<int32_t>& ranks) const {
+  auto denied = [&](int32_t rank) {
+    return absl::PermissionDeniedError(absl::StrCat("node ", node_id, " has no rank",
+                                                    rank < 0 ? std::string() : absl::StrCat(" ", rank), " of job ",
+                                                    job_id, " (generation ", generation,
+                                                    "): a node acts only for the ranks placed on it"));
+  };
+  // OK, or the refusal naming the first rank (of `ranks`) not on the node.
+  auto check = [&](const v1::Placement& placement) {
+    auto on_node = [&](int32_t rank) {
+      return rank >= 0 && rank < placement.ranks_size() && placement.ranks(rank).node_id() == node_id;
+    };
+    if (ranks.empty()) {
+      for (int32_t r = 0; r < placement.ranks_size(); ++r) {
+        if (on_node(r)) return absl::OkStatus();
+      }
+      return denied(-1);
+    }
+    for (int32_t rank : ranks) {
+      if (!on_node(rank)) return denied(rank);
+    }
+    return absl::OkStatus();
+  };
+  std::shared_ptr<Entry> found = Find(job_id);
+  if (found == nullptr) return NotFound(job_id);
+  const int32_t first = ranks.empty() ? -1 : ranks.front();
+  if (generation < 1) return denied(first);
+  {
+    std::lock_guard<std::mutex> lock(found->mu);
+    const v1::Job& job = found->record.job;
+    if (generation > job.generation()) return denied(first);
+    if (generation == job.generation()) return check(job.placement());  // no copy: progress reports come often
+  }
+  absl::StatusOr<v1::Placement> stored = store_->LoadPlacement(job_id, generation);  // no lock held
+  if (stored.status().code() == absl::StatusCode::kNotFound) return denied(first);
+  if (!stored.ok()) return stored.status();
+  return check(*stored);
+}
+
 void JobLifecycle::ReconcileVanished(const std::string& node_id, const std::string& hostname,
                                      const std::vector<RankSlot>& vanished) {
   std::map<std::string, std::vector<const RankSlot*>> by_job;

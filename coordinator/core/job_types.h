@@ -37,9 +37,11 @@ struct JobControllerOptions {
   // another's.
   std::string checkpoint_root = "/var/lib/ringmaster/checkpoints";
   std::vector<std::string> allowed_checkpoint_roots;
-  // The JobSpec.env names a job may set: exact names, or prefixes ending in
-  // '*' ("NCCL_*"). Others are INVALID_ARGUMENT at submission.
-  std::vector<std::string> allowed_env = {"NCCL_*", "CUDA_*"};
+  // The JobSpec.env names a job may set (common/env_policy.h): "@default"
+  // (the built-in NCCL/CUDA tuning variables), exact names, or prefixes
+  // ending in '*' ("NCCL_*") that never admit a variable loading code or
+  // naming a path. Others are INVALID_ARGUMENT at submission.
+  std::vector<std::string> allowed_env = {"@default"};
   // A node where a job failed this often within the cool-down is left out of
   // that job's placements for the cool-down, while the job fits elsewhere.
   NodeStrikePolicy node_strikes;
@@ -83,8 +85,11 @@ struct StartOrder {
   std::vector<int32_t> global_ranks;        // this node's, contiguous
   std::optional<v1::CheckpointInfo> resume_from;  // latest complete checkpoint
   std::string checkpoint_dir;
+  // checkpoint_root and allowed_checkpoint_roots (StartRanks.checkpoint_roots).
+  std::vector<std::string> checkpoint_roots;
   absl::Time rendezvous_deadline;
   std::string rendezvous_secret;  // the generation's (Rendezvous::Secret); never logged
+  std::string owner;  // Job.owner: a worker may run the ranks as its account
 };
 
 // Stop a generation's ranks on one node (NodeService StopRanks).
@@ -175,8 +180,15 @@ struct ListJobsQuery {
   std::string page_token;                           // from the previous page
 };
 
+// What answers about jobs may hold: a ListJobs page's summaries, serialized,
+// stay below this (a page holds at least one job), and a WatchJob message's
+// events (the first: the newest after its after_sequence) below this many.
+inline constexpr size_t kMaxListJobsPageBytes = size_t{1} << 20;
+inline constexpr int kMaxWatchEvents = 1000;
+inline constexpr size_t kMaxWatchEventBytes = size_t{1} << 20;
+
 struct ListJobsPage {
-  std::vector<v1::Job> jobs;  // newest submission first
+  std::vector<v1::JobSummary> jobs;  // newest submission first, bounded (above)
   std::string next_page_token;  // empty on the last page
 };
 

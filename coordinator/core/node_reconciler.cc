@@ -14,7 +14,7 @@ NodeReconciler::NodeReconciler(NodeRegistry* nodes, JobLifecycle* jobs, const Jo
 
 absl::StatusOr<NodeRegistrationResult> NodeReconciler::RegisterNode(const v1::NodeInfo& node,
                                                                     const std::vector<RunningRank>& running,
-                                                                    bool worker_drains) {
+                                                                    bool worker_drains, const NodeProof* proof) {
   // Every process the worker runs keeps its GPU / slots until its exit is
   // reported, whatever its generation: held as the node registers.
   std::vector<RankSlot> hold;
@@ -23,7 +23,7 @@ absl::StatusOr<NodeRegistrationResult> NodeReconciler::RegisterNode(const v1::No
       hold.push_back(*std::move(slot));
     }
   }
-  ASSIGN_OR_RETURN(NodeRegistration registration, nodes_->Register(node, hold, worker_drains));
+  ASSIGN_OR_RETURN(NodeRegistration registration, nodes_->Register(node, hold, worker_drains, proof));
   const std::string& node_id = registration.node_id;
   {
     std::lock_guard<std::mutex> lock(mu_);

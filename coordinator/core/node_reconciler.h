@@ -37,9 +37,10 @@ class NodeReconciler {
  public:
   NodeReconciler(NodeRegistry* nodes, JobLifecycle* jobs, const JobControllerOptions& options);
 
+  // `proof`: what the worker's call presented (NodeRegistry::Register).
   absl::StatusOr<NodeRegistrationResult> RegisterNode(const v1::NodeInfo& node,
                                                       const std::vector<RunningRank>& running,
-                                                      bool worker_drains = false);
+                                                      bool worker_drains = false, const NodeProof* proof = nullptr);
   void AssignmentsForNode(const std::string& node_id,
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
   void HandleLostNodes();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/proto_time.h"
+#include "common/tls.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
@@ -33,6 +34,14 @@ bool SameSlot(const RankSlot& a, const std::string& job_id, int64_t generation, 
   return a.job_id == job_id && a.generation == generation && a.global_rank == rank;
 }
 
+// Bytes of a node credential (256 bits).
+constexpr size_t kCredentialBytes = 32;
+constexpr char kCredentialHeaderName[] = "x-ringmaster-node-credential";
+
+std::string Described(const std::string& identity) {
+  return identity.empty() ? std::string("no client certificate") : absl::StrCat("\"", identity, "\"");
+}
+
 }  // namespace
 
 NodeRegistry::NodeRegistry(const Clock* clock, Store* store, NodeRegistryOptions options)
@@ -48,6 +57,7 @@ absl::Status NodeRegistry::Recover() {
   for (v1::NodeInfo& info : stored) {
     Node node;
     node.info = std::move(info);
+    if (!node.info.credential_sha256().empty()) by_credential_[node.info.credential_sha256()] = node.info.node_id();
     node.lease_expiry = expiry;
     node.session_id = 0;  // no session survives a restart
     nodes_[node.info.node_id()] = std::move(node);
@@ -55,30 +65,67 @@ absl::Status NodeRegistry::Recover() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> NodeRegistry::ResolveRegistrationLocked(const v1::NodeInfo& node,
+                                                                    const NodeProof* proof) const {
+  const std::string& named = node.node_id();
+  auto has_credential = [&](const std::string& id) { return !nodes_.at(id).info.credential_sha256().empty(); };
+  if (proof != nullptr && !proof->credential.empty()) {
+    auto it = by_credential_.find(Sha256Hex(proof->credential));
+    if (it != by_credential_.end()) {
+      if (!named.empty() && named != it->second) {
+        return absl::PermissionDeniedError(absl::StrCat("node.node_id: ", named, " is not the node of the credential ",
+                                                        "this call presents (", it->second, ")"));
+      }
+      return it->second;
+    }
+    // A credential no node has (this coordinator lost the node): as none.
+  }
+  if (!named.empty() && nodes_.count(named) > 0) {
+    if (proof == nullptr || !has_credential(named)) return named;
+    return absl::PermissionDeniedError(absl::StrCat(
+        "node ", named, " has a credential and this registration does not present it (", kCredentialHeaderName,
+        "): only its own worker may register it. A worker keeps it in <state-dir>/node-credential; one that lost "
+        "it registers as a new node once <state-dir>/node-id is removed"));
+  }
+  // A worker that lost its id: the node with the same hostname and address,
+  // unless that node has a credential (its worker would have presented it).
+  for (const auto& [id, existing] : nodes_) {
+    if (existing.info.hostname() == node.hostname() && existing.info.address() == node.address()) {
+      if (proof == nullptr || !has_credential(id)) return id;
+    }
+  }
+  return std::string();
+}
+
 absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold,
-                                                        bool worker_drains) {
+                                                        bool worker_drains, const NodeProof* proof) {
   RETURN_IF_ERROR(ValidateNode(node));
   v1::NodeInfo info;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::string node_id = node.node_id();
-    if (node_id.empty() || nodes_.count(node_id) == 0) {
-      // A worker that lost its id: the node with the same hostname and address.
-      for (const auto& [id, existing] : nodes_) {
-        if (existing.info.hostname() == node.hostname() && existing.info.address() == node.address()) {
-          node_id = id;
-          break;
-        }
-      }
-    }
+    ASSIGN_OR_RETURN(std::string node_id, ResolveRegistrationLocked(node, proof));
     auto it = nodes_.find(node_id);
     const bool known = it != nodes_.end();
     info.set_node_id(known ? node_id : "");
-    if (known) {  // an operator's cordon and drain outlive registrations
+    if (known) {  // an operator's cordon and drain outlive registrations; so do the node's credential and certificate
       info.set_cordoned_by(it->second.info.cordoned_by());
       info.set_cordon_reason(it->second.info.cordon_reason());
       info.set_draining(it->second.info.draining());
+      info.set_credential_sha256(it->second.info.credential_sha256());
+      info.set_client_identity(it->second.info.client_identity());
     }
+    const std::string presented = proof == nullptr ? "" : proof->client_identity;
+    if (proof != nullptr && !info.client_identity().empty() && presented != info.client_identity()) {
+      return absl::PermissionDeniedError(absl::StrCat("node ", node_id, " is bound to the client certificate ",
+                                                      Described(info.client_identity()), "; this call presents ",
+                                                      Described(presented)));
+    }
+    if (info.client_identity().empty()) info.set_client_identity(presented);
+  }
+  std::string credential;  // issued now
+  if (info.credential_sha256().empty()) {
+    ASSIGN_OR_RETURN(credential, RandomHex(kCredentialBytes));
+    info.set_credential_sha256(Sha256Hex(credential));
   }
   if (worker_drains && info.cordoned_by().empty()) {
     info.set_cordoned_by(kCordonedByWorker);
@@ -102,9 +149,22 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
   // Durable first (a new node gets its id here), then in memory.
   ASSIGN_OR_RETURN(std::string stored_id, store_->PutNode(info));
   info.set_node_id(stored_id);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   Node& updated = nodes_[stored_id];
+  if (!credential.empty() && !updated.info.credential_sha256().empty() &&
+      updated.info.credential_sha256() != info.credential_sha256()) {
+    // Another registration gave the node (stored without one) its credential
+    // meanwhile: it stays the node's, in the store too.
+    const v1::NodeInfo winner = updated.info;
+    lock.unlock();
+    if (absl::Status s = store_->PutNode(winner).status(); !s.ok()) {
+      spdlog::error("node {}: its credential could not be stored again: {}", stored_id, s.ToString());
+    }
+    return absl::PermissionDeniedError(
+        absl::StrCat("node ", stored_id, " got its credential from another registration meanwhile"));
+  }
   updated.info = std::move(info);
+  by_credential_[updated.info.credential_sha256()] = stored_id;
   updated.session_id = ++next_session_;
   updated.lease_expiry = now + lease_duration();
   for (const RankSlot& slot : hold) {
@@ -113,8 +173,29 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
                    slot.job_id, slot.generation, s.ToString());
     }
   }
-  return NodeRegistration{stored_id, updated.session_id, lease_duration(), options_.heartbeat_interval,
-                          updated.lease_expiry};
+  if (!credential.empty()) spdlog::info("node {} ({}): credential issued", stored_id, updated.info.hostname());
+  return NodeRegistration{stored_id,       updated.session_id, lease_duration(), options_.heartbeat_interval,
+                          updated.lease_expiry, std::move(credential)};
+}
+
+absl::StatusOr<std::string> NodeRegistry::AuthenticateNode(const NodeProof& proof) const {
+  if (proof.credential.empty()) {
+    return absl::UnauthenticatedError(absl::StrCat("no node credential (", kCredentialHeaderName,
+                                                   "): a worker gets its node's when it registers"));
+  }
+  const std::string hash = Sha256Hex(proof.credential);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_credential_.find(hash);
+  if (it == by_credential_.end()) {
+    return absl::UnauthenticatedError("the node credential is not one of a registered node's; register again");
+  }
+  const std::string& bound = nodes_.at(it->second).info.client_identity();
+  if (!bound.empty() && bound != proof.client_identity) {
+    return absl::PermissionDeniedError(absl::StrCat("node ", it->second, " is bound to the client certificate ",
+                                                    Described(bound), "; this call presents ",
+                                                    Described(proof.client_identity)));
+  }
+  return it->second;
 }
 
 absl::Status NodeRegistry::CheckSession(const std::string& node_id, int64_t session_id) const {
@@ -247,6 +328,7 @@ absl::StatusOr<v1::NodeInfo> NodeRegistry::Update(const std::string& node_id,
 
 v1::NodeInfo NodeRegistry::SnapshotLocked(const Node& node) const {
   v1::NodeInfo out = node.info;
+  out.clear_credential_sha256();  // the registry's own
   *out.mutable_lease_expiry() = ToProtoTime(node.lease_expiry);
   std::map<std::pair<std::string, int64_t>, v1::NodeAllocation> allocations;
   int used_gpus = 0, used_cpu = 0;

@@ -18,6 +18,15 @@
 // until the controller releases them. A LOST node comes back by registering
 // again (a new session).
 //
+// Node identity: each node has a credential, a random 256-bit secret the
+// registry issues at the node's first registration (NodeRegistration::
+// credential) and keeps only as its SHA-256, with the node in the store (so
+// that it outlives coordinator restarts). Over mutual TLS the node is also
+// bound to the identity of the client certificate it first registered with.
+// A registration of a node that has a credential must present it (else
+// PERMISSION_DENIED: nobody else can take the node over); every other call
+// for a node is mapped to its node by AuthenticateNode.
+//
 // Thread-safe (one internal mutex; never calls out while holding it).
 
 #include <cstdint>
@@ -58,6 +67,16 @@ struct NodeRegistration {
   absl::Duration lease_duration;
   absl::Duration heartbeat_interval;
   absl::Time lease_expiry;
+  // The node's credential (64 hex digits), when this registration issued
+  // it: the node's first, or the first of a node stored without one. Empty:
+  // the node keeps the one it has. Never logged.
+  std::string credential;
+};
+
+// What a call presents to say which node it comes from.
+struct NodeProof {
+  std::string credential;       // the node credential header; empty if absent
+  std::string client_identity;  // the verified client certificate's identity; empty without TLS
 };
 
 // One rank's hold on a node.
@@ -89,8 +108,26 @@ class NodeRegistry {
   // "worker" unless an operator cordoned it, and draining); false clears a
   // cordon the worker set (an operator's stays). The store write happens
   // outside the registry's lock.
+  //
+  // `proof` (what the worker's call presented; null: a trusted in-process
+  // caller, which names nodes freely) decides which node this is:
+  //  * a credential some node has: that node (PERMISSION_DENIED when
+  //    node.node_id names another one);
+  //  * else node.node_id of a node that has a credential: PERMISSION_DENIED
+  //    (the worker lost it, or someone else names the node);
+  //  * else node.node_id of a node stored without one (a database of an
+  //    earlier version): that node, and it gets a credential now;
+  //  * else the node with node's hostname and address, if it has no
+  //    credential; otherwise a new node.
+  // A node bound to a client certificate accepts only that certificate's
+  // identity (PERMISSION_DENIED); one not bound yet is bound to the proof's.
   absl::StatusOr<NodeRegistration> Register(const v1::NodeInfo& node, const std::vector<RankSlot>& hold = {},
-                                            bool worker_drains = false);
+                                            bool worker_drains = false, const NodeProof* proof = nullptr);
+
+  // The node a call comes from: the node whose credential the proof
+  // presents. UNAUTHENTICATED without a credential or with one no node has;
+  // PERMISSION_DENIED when the node is bound to another client certificate.
+  absl::StatusOr<std::string> AuthenticateNode(const NodeProof& proof) const;
 
   // Renews the lease; returns the new expiry. NOT_FOUND for an unknown node;
   // FAILED_PRECONDITION when session_id is not the node's current session
@@ -151,7 +188,7 @@ class NodeRegistry {
 
  private:
   struct Node {
-    v1::NodeInfo info;  // as registered; state, lease_expiry kept current
+    v1::NodeInfo info;  // as registered (credential_sha256 included); state, lease_expiry kept current
     int64_t session_id = 0;
     absl::Time lease_expiry;
     std::vector<RankSlot> slots;
@@ -160,6 +197,9 @@ class NodeRegistry {
   v1::NodeInfo SnapshotLocked(const Node& node) const;
   absl::Status CheckSessionLocked(const std::string& node_id, int64_t session_id) const;
   absl::Status ReserveLocked(Node& node, const std::string& node_id, const std::vector<RankSlot>& slots);
+  // Which known node a registration is for ("": a new one), by Register's
+  // rules; `proof` null: by id, else hostname and address.
+  absl::StatusOr<std::string> ResolveRegistrationLocked(const v1::NodeInfo& node, const NodeProof* proof) const;
   // Applies `change` (cordon fields only) to a copy of the node's info,
   // stores it, then applies it in memory with the state that follows.
   absl::StatusOr<v1::NodeInfo> Update(const std::string& node_id, const std::function<void(v1::NodeInfo&)>& change);
@@ -170,6 +210,7 @@ class NodeRegistry {
 
   mutable std::mutex mu_;
   std::map<std::string, Node> nodes_;  // by node_id
+  std::map<std::string, std::string> by_credential_;  // credential SHA-256 (hex) -> node_id
   int64_t next_session_;               // unique across coordinator restarts (seeded from the clock)
 };
 

@@ -47,8 +47,10 @@ TEST(OrdersProtoTest, TheWorkerParsesTheWholeOrder) {
   order.placement = Slice();
   order.global_ranks = {2, 3};
   order.checkpoint_dir = "/ckpt/j-7/gen-3";
+  order.checkpoint_roots = {"/ckpt", "/shared/ckpt"};
   order.rendezvous_deadline = absl::FromUnixSeconds(1000);
   order.rendezvous_secret = "s3cret";
+  order.owner = "alice";
   const v1::StartRanks parsed = OnTheWire(StartRanksProto(order));
   EXPECT_TRUE(MessageDifferencer::Equals(parsed.placement(), order.placement)) << parsed.placement().DebugString();
   EXPECT_EQ(parsed.job_id(), "j-7");
@@ -58,8 +60,11 @@ TEST(OrdersProtoTest, TheWorkerParsesTheWholeOrder) {
   EXPECT_EQ(parsed.global_ranks(0), 2);
   EXPECT_EQ(parsed.global_ranks(1), 3);
   EXPECT_EQ(parsed.checkpoint_dir(), "/ckpt/j-7/gen-3");
+  EXPECT_EQ(parsed.checkpoint_roots_size(), 2);
+  EXPECT_EQ(parsed.checkpoint_roots(1), "/shared/ckpt");
   EXPECT_EQ(parsed.rendezvous_deadline().seconds(), 1000);
   EXPECT_EQ(parsed.rendezvous_secret(), "s3cret");
+  EXPECT_EQ(parsed.owner(), "alice");
   EXPECT_FALSE(parsed.has_resume_from());
 }
 

@@ -3,14 +3,26 @@
 #include <utility>
 
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "coordinator/service/node_identity.h"
 
 namespace ringmaster::coordinator {
-CheckpointService::CheckpointService(JobController* controller) : controller_(controller) {}
+CheckpointService::CheckpointService(JobController* controller, const NodeRegistry* nodes)
+    : controller_(controller), nodes_(nodes) {}
+
+absl::Status CheckpointService::CheckCaller(const grpc::CallbackServerContext& context, const std::string& job_id,
+                                            int64_t generation, int32_t rank) const {
+  ASSIGN_OR_RETURN(std::string node, CallingNode(context, *nodes_));
+  return controller_->CheckPlacedOn(node, job_id, generation, {rank});
+}
 
 grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext* context,
                                                     const v1::CommitCheckpointRequest* request,
                                                     v1::CommitCheckpointResponse* response) {
   if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
+  if (absl::Status s = CheckCaller(*context, request->job_id(), request->generation(), request->rank()); !s.ok()) {
+    return Reply(context, s);
+  }
   ShardCommit commit;
   commit.job_id = request->job_id();
   commit.generation = request->generation();
@@ -32,6 +44,9 @@ grpc::ServerUnaryReactor* CheckpointService::GetLatestCheckpoint(grpc::CallbackS
                                                                  const v1::GetLatestCheckpointRequest* request,
                                                                  v1::GetLatestCheckpointResponse* response) {
   if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
+  if (absl::StatusOr<std::string> node = CallingNode(*context, *nodes_); !node.ok()) {
+    return Reply(context, node.status());
+  }
   absl::StatusOr<v1::CheckpointInfo> latest = controller_->LatestCheckpoint(request->job_id());
   if (!latest.ok()) return Reply(context, latest.status());
   *response->mutable_checkpoint() = *std::move(latest);
@@ -42,6 +57,9 @@ grpc::ServerUnaryReactor* CheckpointService::ReportDamaged(grpc::CallbackServerC
                                                            const v1::ReportDamagedCheckpointRequest* request,
                                                            v1::ReportDamagedCheckpointResponse*) {
   if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
+  if (absl::Status s = CheckCaller(*context, request->job_id(), request->generation(), request->rank()); !s.ok()) {
+    return Reply(context, s);
+  }
   DamagedCheckpoint report;
   report.job_id = request->job_id();
   report.generation = request->generation();

@@ -6,10 +6,14 @@
 // ReportDamagedCheckpoint. Unary handlers
 // answered inline (a commit is one SQLite transaction). Fencing
 // (FAILED_PRECONDITION for a generation that is over) and validation
-// (INVALID_ARGUMENT naming the field) pass through. Owns no state;
-// thread-safe.
+// (INVALID_ARGUMENT naming the field) pass through. Every call must come
+// from a node (its credential: UNAUTHENTICATED without one); Commit and
+// ReportDamaged only for a rank placed on that node in that generation
+// (PERMISSION_DENIED otherwise, checked before anything else; node_identity.h).
+// Owns no state; thread-safe.
 
 #include "coordinator/core/job_controller.h"
+#include "coordinator/core/node_registry.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/checkpoint_service.grpc.pb.h"
 
@@ -17,7 +21,8 @@ namespace ringmaster::coordinator {
 
 class CheckpointService final : public v1::CheckpointService::CallbackService {
  public:
-  explicit CheckpointService(JobController* controller);
+  // Both must outlive the server.
+  CheckpointService(JobController* controller, const NodeRegistry* nodes);
 
   grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* context, const v1::CommitCheckpointRequest* request,
                                    v1::CommitCheckpointResponse* response) override;
@@ -29,7 +34,13 @@ class CheckpointService final : public v1::CheckpointService::CallbackService {
                                           v1::ReportDamagedCheckpointResponse* response) override;
 
  private:
+  // OK when the call comes from the node `rank` of that generation of the
+  // job was placed on.
+  absl::Status CheckCaller(const grpc::CallbackServerContext& context, const std::string& job_id, int64_t generation,
+                           int32_t rank) const;
+
   JobController* const controller_;
+  const NodeRegistry* const nodes_;
 };
 
 }  // namespace ringmaster::coordinator

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/cli_flags.h"
 #include "common/grpc_security.h"
 #include "common/metrics_http.h"
 #include "common/status_macros.h"
@@ -27,6 +29,7 @@
 #include "coordinator/core/job_controller.h"
 #include "coordinator/service/job_service.h"
 #include "coordinator/core/job_watchers.h"
+#include "coordinator/store/disk_space.h"
 #include "coordinator/store/log_store.h"
 #include "coordinator/core/node_registry.h"
 #include "coordinator/service/node_service.h"
@@ -37,8 +40,10 @@
 #include "coordinator/store/store.h"
 #include "coordinator/core/ticker.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/impl/server_builder_option.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
@@ -143,6 +148,13 @@ absl::Status CoordinatorServer::Build() {
   rendezvous_->SetSecrets(secrets_.get());
   registry_ = std::make_unique<MetricsRegistry>();
   ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get(), clock_));
+  const DiskSpace* disk = config_.disk_space;
+  if (disk == nullptr) {
+    statvfs_disk_ = std::make_unique<StatvfsDiskSpace>(config_.state_dir);
+    disk = statvfs_disk_.get();
+  }
+  disk_reserve_ = std::make_unique<DiskReserve>(disk, config_.disk_reserve);
+  metrics_->SetDiskReserve(disk_reserve_.get());
 
   JobControllerOptions options;
   options.rendezvous_timeout = config_.rendezvous_timeout;
@@ -157,7 +169,12 @@ absl::Status CoordinatorServer::Build() {
                                                 rendezvous_.get(), options);
   rendezvous_->SetListener(controller_.get());
 
-  absl::StatusOr<std::unique_ptr<LogStore>> logs = LogStore::Open({config_.state_dir + "/logs"});
+  LogStoreOptions log_options;
+  log_options.root = config_.state_dir + "/logs";
+  log_options.quota_per_job = config_.log_quota_per_job;
+  log_options.reserve = disk_reserve_.get();
+  log_options.listener = metrics_.get();
+  absl::StatusOr<std::unique_ptr<LogStore>> logs = LogStore::Open(log_options);
   if (!logs.ok()) return logs.status();
   logs_ = *std::move(logs);
   watchers_ = std::make_unique<JobWatchers>();
@@ -173,7 +190,13 @@ absl::Status CoordinatorServer::Build() {
   query.page_size = 1000;
   do {
     ASSIGN_OR_RETURN(ListJobsPage page, controller_->ListJobs(query));
-    jobs.insert(jobs.end(), page.jobs.begin(), page.jobs.end());
+    for (const v1::JobSummary& summary : page.jobs) {  // what the metrics' seed reads of a job
+      v1::Job& job = jobs.emplace_back();
+      job.set_id(summary.id());
+      job.set_state(summary.state());
+      *job.mutable_submit_time() = summary.submit_time();
+      job.set_unschedulable(summary.unschedulable());
+    }
     query.page_token = page.next_page_token;
   } while (!query.page_token.empty());
   metrics_->Seed(jobs);
@@ -200,8 +223,8 @@ absl::Status CoordinatorServer::Serve() {
         metrics->CountLogLines(r.appended, r.duplicates, r.invalid);
       },
       session_options);
-  rendezvous_service_ = std::make_unique<RendezvousService>(rendezvous_.get());
-  checkpoint_service_ = std::make_unique<CheckpointService>(controller_.get());
+  rendezvous_service_ = std::make_unique<RendezvousService>(rendezvous_.get(), nodes_.get(), controller_.get());
+  checkpoint_service_ = std::make_unique<CheckpointService>(controller_.get(), nodes_.get());
 
   RETURN_IF_ERROR(CheckBindable(config_.listen));
   grpc::EnableDefaultHealthCheckService(true);
@@ -235,19 +258,74 @@ absl::Status CoordinatorServer::Serve() {
     if (absl::Status s = SplitHostPort(config_.metrics_listen, &host, &port); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("metrics address: ", s.message()));
     }
-    metrics_http_ = std::make_unique<MetricsHttpServer>(registry_.get());
+    MetricsHttpOptions http_options;
+    http_options.health_note = [this] { return HealthNote(); };
+    metrics_http_ = std::make_unique<MetricsHttpServer>(registry_.get(), http_options);
     if (absl::Status s = metrics_http_->Start(host, port); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("cannot serve /metrics: ", s.message()));
     }
   }
+  RETURN_IF_ERROR(ServeHealth());
+  CheckDisk();  // the disk's health service on both servers, and a warning if it starts low
   if (ticker_ != nullptr) ticker_->Start();
   spdlog::info("security: {}; {}", tls_ ? "TLS, workers' client certificates verified per call" : "no TLS (loopback only)",
                authenticator_->authenticates_users() ? "users need a bearer token" : "users not authenticated");
   if (!authenticator_->authenticates_users()) {
     spdlog::warn("no --token-file: any local process may submit and cancel jobs");
   }
-  spdlog::info("coordinator serving on {} (port {}){}", config_.listen, port_,
-               metrics_http_ ? absl::StrCat(", /metrics on ", metrics_http_->address()) : std::string());
+  spdlog::info("coordinator serving on {} (port {}){}{}", config_.listen, port_,
+               metrics_http_ ? absl::StrCat(", /metrics on ", metrics_http_->address()) : std::string(),
+               health_server_ ? absl::StrCat(", gRPC health on ", config_.health_listen, " (port ", health_port_, ")")
+                              : std::string());
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Leaves out the reflection service, which InitProtoReflectionServerBuilderPlugin
+// adds to every server built after it.
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                                    return dynamic_cast<grpc::reflection::ProtoServerReflectionPlugin*>(p.get()) !=
+                                           nullptr;
+                                  }),
+                   plugins->end());
+  }
+};
+
+}  // namespace
+
+// Its own server: the main one's port needs TLS beyond loopback, and every
+// service there would be reachable without it on a second, plaintext port.
+// Here there is nothing but the health service. gRPC reads and answers each
+// connection without a thread of its own, so stalled connections cannot
+// starve it.
+absl::Status CoordinatorServer::ServeHealth() {
+  if (config_.health_listen.empty()) return absl::OkStatus();
+  if (absl::Status s = CheckBindable(config_.health_listen); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot serve gRPC health: ", s.message()));
+  }
+  grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<WithoutReflection>());
+  // Every other method: UNIMPLEMENTED. Also what lets this server start:
+  // gRPC adds its health service only once started, and refuses to build a
+  // server with no service of its own.
+  health_fallback_ = std::make_unique<grpc::CallbackGenericService>();
+  builder.RegisterCallbackGenericService(health_fallback_.get());
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(config_.health_listen, grpc::InsecureServerCredentials(), &health_port_);
+  health_server_ = builder.BuildAndStart();
+  if (health_server_ == nullptr || health_port_ == 0) {
+    health_server_.reset();
+    health_port_ = 0;
+    return absl::UnavailableError(absl::StrCat("cannot serve gRPC health on ", config_.health_listen,
+                                               ": the port is in use or the address is not local"));
+  }
+  health_server_->GetHealthCheckService()->SetServingStatus(true);
   return absl::OkStatus();
 }
 
@@ -289,9 +367,49 @@ void CoordinatorServer::Poke() {
   if (ticker_ != nullptr) ticker_->Poke();
 }
 
+void CoordinatorServer::CheckDisk() {
+  const DiskReserve::State state = disk_reserve_->Check();
+  std::lock_guard<std::mutex> lock(disk_mu_);
+  if (state.measure.ok() != disk_measured_) {
+    disk_measured_ = state.measure.ok();
+    if (!disk_measured_) spdlog::warn("disk reserve not enforced: {}", std::string(state.measure.message()));
+  }
+  // The coordinator as a whole ("") stays SERVING: refusing logs is the
+  // degradation it is designed for, and a probe failing on it would take
+  // away what still works (commits, scheduling). docs/deploy.md.
+  std::vector<grpc::Server*> servers;
+  for (grpc::Server* server : {server_.get(), health_server_.get()}) {
+    if (server != nullptr) servers.push_back(server);
+  }
+  if (state.low != disk_low_ || servers.size() != disk_health_servers_) {
+    for (grpc::Server* server : servers) {
+      server->GetHealthCheckService()->SetServingStatus(kDiskHealthService, !state.low);
+    }
+    disk_health_servers_ = servers.size();
+  }
+  if (state.low == disk_low_) return;
+  disk_low_ = state.low;
+  if (state.low) {
+    spdlog::warn("{}", disk_reserve_->LowMessage(state));
+  } else {
+    spdlog::info("the coordinator's disk has {} free on {} again, at or above its reserve of {}: log lines are "
+                 "accepted",
+                 FormatByteSize(state.usage.free_bytes), disk_reserve_->disk().path(),
+                 FormatByteSize(state.reserve_bytes));
+  }
+}
+
+std::string CoordinatorServer::HealthNote() {
+  std::lock_guard<std::mutex> lock(disk_mu_);
+  return disk_low_ ? "disk_low: the coordinator's disk is under its reserve (--disk-reserve): new log lines are "
+                     "refused; commits and scheduling go on"
+                   : std::string();
+}
+
 void CoordinatorServer::Tick() {
   controller_->Tick();
   sessions_->CloseInvalid();
+  CheckDisk();
   const absl::Time now = clock_->Now();
   if (now < next_retention_) return;
   next_retention_ = now + config_.retention_interval;
@@ -315,6 +433,7 @@ void CoordinatorServer::Shutdown() {
   if (ticker_ != nullptr) ticker_->Stop();
   const absl::Status stopping = absl::UnavailableError("the coordinator is shutting down");
   if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server_ != nullptr) health_server_->GetHealthCheckService()->SetServingStatus(false);
   // Everything that would keep a call open ends now, so that the server's
   // shutdown does not wait for its deadline.
   if (rendezvous_ != nullptr) rendezvous_->Shutdown();
@@ -327,6 +446,7 @@ void CoordinatorServer::Shutdown() {
   // Tasks left (reactors finishing) run, then the threads end.
   if (work_ != nullptr) work_->Shutdown();
   if (metrics_http_ != nullptr) metrics_http_->Stop();
+  if (health_server_ != nullptr) health_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   if (server_ != nullptr) spdlog::info("coordinator stopped");
 }
 

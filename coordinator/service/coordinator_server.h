@@ -6,11 +6,13 @@
 // builds and wires everything in dependency order,
 //
 //   Store (<state_dir>/coordinator.db) -> NodeRegistry, CheckpointRegistry
-//   (Recover) -> Rendezvous -> CoordinatorMetrics -> JobController (the
-//   Rendezvous' listener) -> LogStore (<state_dir>/logs) -> JobWatchers,
+//   (Recover) -> Rendezvous -> CoordinatorMetrics -> DiskReserve (statvfs of
+//   state_dir) -> JobController (the Rendezvous' listener) -> LogStore
+//   (<state_dir>/logs; the quota, the reserve, the metrics) -> JobWatchers,
 //   NodeSessions (the controller's listeners, with the metrics) ->
 //   JobController::Recover -> executors -> the four gRPC services, health
-//   (SERVING) and reflection -> /metrics -> the ticker (JobController::Tick
+//   (SERVING) and reflection -> /metrics (and /healthz) -> the plaintext
+//   gRPC health listener (health_listen) -> the ticker (JobController::Tick
 //   and NodeSessions::CloseInvalid every tick_interval, and soon after a
 //   submission, a registration or a rank exit),
 //
@@ -29,8 +31,10 @@
 #include "common/metrics.h"
 #include "common/tls.h"
 #include "coordinator/core/job_types.h"
+#include "coordinator/store/disk_space.h"
 
 namespace grpc {
+class CallbackGenericService;
 class Server;
 }  // namespace grpc
 
@@ -66,6 +70,10 @@ struct CoordinatorConfig {
   std::string state_dir = "/var/lib/ringmaster/coordinator";
   // host:port of /metrics; empty: no metrics endpoint; port 0: a free one.
   std::string metrics_listen = "127.0.0.1:9464";
+  // host:port of a plaintext gRPC listener that serves grpc.health.v1.Health
+  // alone (the overall status ""), for probes that cannot present TLS (the
+  // kubelet's gRPC probes); empty: none; port 0: a free one.
+  std::string health_listen;
   // Workers heartbeat this often; a node's lease is 3 intervals.
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // After a restart, how long recovered nodes have to register again before
@@ -80,8 +88,9 @@ struct CoordinatorConfig {
   std::string checkpoint_root;
   // Further roots a spec's checkpoint.directory may lie within (absolute).
   std::vector<std::string> checkpoint_allowed_roots;
-  // JobSpec.env names jobs may set (exact, or a prefix ending in '*').
-  std::vector<std::string> allowed_env = {"NCCL_*", "CUDA_*"};
+  // JobSpec.env names jobs may set: "@default", exact names, prefixes
+  // ending in '*' (common/env_policy.h).
+  std::vector<std::string> allowed_env = {"@default"};
   // Zero: no ticker thread (tests call Tick()).
   absl::Duration tick_interval = absl::Milliseconds(250);
   // Graceful shutdown: calls in flight get this long to finish.
@@ -96,6 +105,15 @@ struct CoordinatorConfig {
   // checked every retention_interval by Tick.
   JobRetention job_retention;
   absl::Duration retention_interval = absl::Minutes(1);
+  // Disk (docs/deploy.md, "The coordinator's disk"). A job's stored logs
+  // hold at most this many bytes (its oldest lines go first); 0: no quota.
+  int64_t log_quota_per_job = int64_t{256} << 20;
+  // Free space kept on the state directory's filesystem: under it, new log
+  // lines are refused (commits and state changes go on).
+  DiskReserveOptions disk_reserve;
+  // What measures that filesystem (not owned; tests: a FakeDiskSpace);
+  // null: statvfs of state_dir.
+  const DiskSpace* disk_space = nullptr;
 
   // Security (docs/security.md, coordinator/auth.h). With TLS (all three
   // files) a token file and a join token file are required; without TLS
@@ -118,14 +136,23 @@ class CoordinatorServer {
   // Stops in reverse order: the ticker; health NOT_SERVING; blocked
   // rendezvous waits, sessions and watch/log streams end with UNAVAILABLE;
   // the gRPC server (shutdown_timeout for calls in flight); the executors;
-  // /metrics. The store closes with the destructor. Idempotent.
+  // /metrics; the health listener (NOT_SERVING until then). The store closes
+  // with the destructor. Idempotent.
   void Shutdown();
 
   // One tick, as the ticker does it (tests with tick_interval zero).
   void Tick();
 
+  // The gRPC health service that says whether the disk is above its
+  // reserve (NOT_SERVING: log lines are refused). The service "" (what the
+  // probes check) stays SERVING.
+  static constexpr char kDiskHealthService[] = "ringmaster.coordinator.disk";
+  // "" when all is well, else a line for /healthz ("disk_low: ...").
+  std::string HealthNote();
+
   int port() const { return port_; }
   int metrics_port() const;
+  int health_port() const { return health_port_; }  // 0 without health_listen
   JobController& controller() { return *controller_; }
   NodeRegistry& nodes() { return *nodes_; }
   Rendezvous& rendezvous() { return *rendezvous_; }
@@ -137,6 +164,7 @@ class CoordinatorServer {
   CoordinatorServer(const CoordinatorConfig& config, Clock* clock);
   absl::Status Build();
   absl::Status Serve();
+  absl::Status ServeHealth();  // health_listen's server, if any
   void Poke();
 
   const CoordinatorConfig config_;
@@ -152,9 +180,14 @@ class CoordinatorServer {
   // Loads the TLS material, tokens and rendezvous key; refuses an
   // insecure non-loopback listen address.
   absl::Status BuildSecurity();
+  // Measures the disk; on a change of side of the reserve, logs it and sets
+  // the health service "ringmaster.coordinator.disk". Tick's thread (and Serve).
+  void CheckDisk();
 
   // In construction order; destroyed in reverse.
   std::unique_ptr<Store> store_;
+  std::unique_ptr<DiskSpace> statvfs_disk_;  // null when the config brings one
+  std::unique_ptr<DiskReserve> disk_reserve_;
   std::unique_ptr<TlsMaterial> tls_;  // null: no TLS
   std::unique_ptr<Authenticator> authenticator_;
   std::unique_ptr<RendezvousSecrets> secrets_;
@@ -174,8 +207,15 @@ class CoordinatorServer {
   std::unique_ptr<CheckpointService> checkpoint_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::unique_ptr<grpc::CallbackGenericService> health_fallback_;  // health_server_'s other methods
+  std::unique_ptr<grpc::Server> health_server_;  // health_listen's; only the Health service
+  int health_port_ = 0;
   std::unique_ptr<Ticker> ticker_;
   absl::Time next_retention_ = absl::InfinitePast();  // Tick's thread only
+  std::mutex disk_mu_;  // CheckDisk's state
+  bool disk_low_ = false;
+  bool disk_measured_ = true;
+  size_t disk_health_servers_ = 0;  // servers whose disk health service is set
 };
 
 }  // namespace ringmaster::coordinator

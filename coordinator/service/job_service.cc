@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "coordinator/core/job_summary.h"
 #include "coordinator/service/auth_processor.h"
 #include "common/grpc_status.h"
 #include "coordinator/service/watch_job_reactor.h"
@@ -16,6 +18,27 @@ namespace {
 
 absl::Status RequireJobId(const std::string& job_id) {
   return job_id.empty() ? absl::InvalidArgumentError("job_id: must not be empty") : absl::OkStatus();
+}
+
+constexpr int32_t kDefaultEventsPageSize = 100;
+constexpr int32_t kMaxEventsPageSize = 1000;
+constexpr size_t kMaxEventsPageBytes = size_t{1} << 20;
+
+// GetJobRequest's page of events: its size and its token (a sequence number
+// the previous page began at, as GetJob or WatchJob returned it).
+absl::StatusOr<EventPageQuery> EventsPageQuery(const v1::GetJobRequest& request) {
+  if (request.events_page_size() < 0 || request.events_page_size() > kMaxEventsPageSize) {
+    return absl::InvalidArgumentError(absl::StrCat("events_page_size: must be in [0, ", kMaxEventsPageSize,
+                                                   "], got ", request.events_page_size()));
+  }
+  EventPageQuery query;
+  query.max_events = request.events_page_size() == 0 ? kDefaultEventsPageSize : request.events_page_size();
+  query.max_bytes = kMaxEventsPageBytes;
+  if (!request.events_page_token().empty() &&
+      (!absl::SimpleAtoi(request.events_page_token(), &query.before_sequence) || query.before_sequence < 1)) {
+    return absl::InvalidArgumentError("events_page_token: not a token GetJob or WatchJob returned");
+  }
+  return query;
 }
 
 }  // namespace
@@ -45,6 +68,7 @@ grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* contex
                                         "; it stays queued until one registers"));
   }
   *response->mutable_job() = *std::move(job);
+  response->mutable_job()->clear_submitted();  // the request's own spec: the answer stays small
   if (!options.validate_only && poke_) poke_();
   return Reply(context, absl::OkStatus());
 }
@@ -52,13 +76,17 @@ grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* contex
 grpc::ServerUnaryReactor* JobService::GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
                                              v1::GetJobResponse* response) {
   if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
+  absl::StatusOr<EventPageQuery> query = EventsPageQuery(*request);
+  if (!query.ok()) return Reply(context, query.status());
   absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
   *response->mutable_job() = *std::move(job);
+  AbridgeJob(response->mutable_job());  // only a job stored before the spec's limits
   if (request->include_events()) {
-    absl::StatusOr<std::vector<v1::JobEvent>> events = controller_->GetEvents(request->job_id(), 0);
-    if (!events.ok()) return Reply(context, events.status());
-    for (v1::JobEvent& e : *events) *response->add_events() = std::move(e);
+    absl::StatusOr<EventPage> page = controller_->GetEventPage(request->job_id(), *query);
+    if (!page.ok()) return Reply(context, page.status());
+    for (v1::JobEvent& e : page->events) *response->add_events() = std::move(e);
+    if (page->more) response->set_events_next_page_token(absl::StrCat(response->events(0).sequence()));
   }
   return Reply(context, absl::OkStatus());
 }
@@ -72,7 +100,7 @@ grpc::ServerUnaryReactor* JobService::ListJobs(grpc::CallbackServerContext* cont
   query.page_token = request->page_token();
   absl::StatusOr<ListJobsPage> page = controller_->ListJobs(query);
   if (!page.ok()) return Reply(context, page.status());
-  for (v1::Job& job : page->jobs) *response->add_jobs() = std::move(job);
+  for (v1::JobSummary& job : page->jobs) *response->add_jobs() = std::move(job);
   response->set_next_page_token(page->next_page_token);
   return Reply(context, absl::OkStatus());
 }
@@ -88,6 +116,7 @@ grpc::ServerUnaryReactor* JobService::CancelJob(grpc::CallbackServerContext* con
   absl::StatusOr<CancelResult> result = controller_->Cancel(request->job_id(), request->reason());
   if (!result.ok()) return Reply(context, result.status());
   *response->mutable_job() = std::move(result->job);
+  AbridgeJob(response->mutable_job());
   if (poke_) poke_();  // the queue changed
   return Reply(context, absl::OkStatus());
 }

@@ -18,6 +18,20 @@ namespace {
 
 class LogsServiceTest : public CoordinatorFixture {
  protected:
+  void SetUp() override {
+    CoordinatorFixture::SetUp();
+    worker_ = NewWorker("node-a", 2);
+  }
+  void TearDown() override {
+    worker_.reset();
+    CoordinatorFixture::TearDown();
+  }
+  // A job of 1 node x 2 CPU ranks placed on worker_ (generation 1): what it
+  // pushes for that job is stored.
+  std::string PlacedJob() {
+    v1::StartRanks start;
+    return StartCpuJob(worker_.get(), &start);
+  }
   v1::LogLine Line(const std::string& job_id, int32_t rank, int64_t sequence, const std::string& text) {
     v1::LogLine line;
     line.set_job_id(job_id);
@@ -29,9 +43,9 @@ class LogsServiceTest : public CoordinatorFixture {
     line.set_text(text);
     return line;
   }
-  // One PushLogs stream carrying `chunks`.
-  grpc::Status Push(const std::vector<v1::LogChunk>& chunks) {
-    auto context = Context();
+  // One PushLogs stream carrying `chunks`, as `worker` (default worker_).
+  grpc::Status Push(const std::vector<v1::LogChunk>& chunks, const FakeWorker* worker = nullptr) {
+    auto context = (worker != nullptr ? worker : worker_.get())->NodeContext();
     context->AddMetadata("ringmaster-node-id", "n-1");
     v1::PushLogsResponse response;
     auto writer = nodes_->PushLogs(context.get(), &response);
@@ -54,10 +68,12 @@ class LogsServiceTest : public CoordinatorFixture {
     *status = reader->Finish();
     return lines;
   }
+
+  std::unique_ptr<FakeWorker> worker_;
 };
 
 TEST_F(LogsServiceTest, PushedLinesComeBackInterleavedByTime) {
-  const std::string job_id = Submit(MakeSpec(1, 2, v1::ResourceSpec::CPU));
+  const std::string job_id = PlacedJob();
   v1::LogChunk chunk;
   for (int64_t seq = 1; seq <= 3; ++seq) {
     *chunk.add_lines() = Line(job_id, 0, seq, absl::StrCat("step ", seq));
@@ -96,7 +112,7 @@ TEST_F(LogsServiceTest, PushedLinesComeBackInterleavedByTime) {
 }
 
 TEST_F(LogsServiceTest, FollowStreamsNewLinesAndEndsWithTheJob) {
-  const std::string job_id = Submit(MakeSpec(1, 2, v1::ResourceSpec::CPU));
+  const std::string job_id = PlacedJob();
   v1::LogChunk before;
   *before.add_lines() = Line(job_id, 0, 1, "loading data");
   ASSERT_TRUE(Push({before}).ok());
@@ -144,13 +160,45 @@ TEST_F(LogsServiceTest, InvalidRequestsAndLines) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(), "tail_lines: must be >= 0, got -1");
 
+  ASSERT_TRUE(worker_->Register().ok());
   v1::LogChunk bad;
   *bad.add_lines() = Line("../etc", 0, 1, "escape");
   *bad.add_lines() = Line("j-1", -1, 1, "negative rank");
-  EXPECT_TRUE(Push({bad}).ok());  // dropped and counted, the stream goes on
+  EXPECT_TRUE(Push({bad}).ok());  // jobs nobody knows: dropped and counted, the stream goes on
   EXPECT_EQ(server_->logs().LineCount("../etc"), 0);
   const std::string metrics = server_->metrics_registry().ExposeText();
   EXPECT_NE(metrics.find("ringmaster_log_lines_total{result=\"invalid\"} 2"), std::string::npos) << metrics;
+}
+
+// A node pushes lines of its own ranks only: another node's lines for them
+// end the stream with PERMISSION_DENIED, lines without a node credential with
+// UNAUTHENTICATED; neither is stored, and the owner's lines still are.
+TEST_F(LogsServiceTest, LinesOfRanksNotPlacedOnTheNodeAreRefused) {
+  const std::string job_id = PlacedJob();
+  auto other = NewWorker("node-b", 2);
+  ASSERT_TRUE(other->Register().ok());
+  v1::LogChunk forged;
+  *forged.add_lines() = Line(job_id, 0, 1, "INJECTED");
+  grpc::Status status = Push({forged}, other.get());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_EQ(status.error_message(), absl::StrCat("node ", other->node_id(), " has no rank 0 of job ", job_id,
+                                                 " (generation 1): a node acts only for the ranks placed on it"));
+  FakeWorker anonymous(channel_, MakeNode("node-c", 0, 1));  // never registered: no credential
+  status = Push({forged}, &anonymous);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  // A line of a generation the job never had, from the right node.
+  v1::LogChunk future;
+  *future.add_lines() = Line(job_id, 1, 1, "generation 2");
+  future.mutable_lines(0)->set_generation(2);
+  EXPECT_EQ(Push({future}).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(server_->logs().LineCount(job_id), 0);
+
+  v1::LogChunk own;
+  *own.add_lines() = Line(job_id, 1, 1, "step 1");
+  ASSERT_TRUE(Push({own}).ok());
+  v1::StreamLogsRequest request;
+  request.set_job_id(job_id);
+  EXPECT_EQ(Read(request, &status), (std::vector<std::string>{"[rank 1] step 1"}));
 }
 
 // Shutdown does not wait for its deadline: every open stream (a worker's
@@ -161,12 +209,10 @@ TEST_F(LogsServiceTest, ShutdownEndsEveryOpenStreamWithUnavailable) {
   StopServer();
   StartServer();
   auto worker = NewWorker("node-a", 2);
-  ASSERT_TRUE(worker->Register().ok());
-  ASSERT_TRUE(worker->Open());
-  ASSERT_TRUE(worker->Sync().has_value());
-  const std::string job_id = Submit(MakeSpec(1, 2, v1::ResourceSpec::CPU));
+  v1::StartRanks order;
+  const std::string job_id = StartCpuJob(worker.get(), &order);
 
-  auto push_context = Context();
+  auto push_context = worker->NodeContext();
   v1::PushLogsResponse pushed;
   auto pusher = nodes_->PushLogs(push_context.get(), &pushed);
   v1::LogChunk chunk;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/core/orders_proto.h"
+#include "coordinator/service/node_identity.h"
 #include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
@@ -29,10 +30,13 @@ grpc::ServerUnaryReactor* NodeService::Register(grpc::CallbackServerContext* con
   for (const v1::RunningRank& r : request->running_ranks()) {
     running.push_back({r.job_id(), r.generation(), r.global_rank()});
   }
-  absl::StatusOr<NodeRegistrationResult> result = controller_->RegisterNode(request->node(), running, request->drain());
+  const NodeProof proof = ProofOf(*context);
+  absl::StatusOr<NodeRegistrationResult> result =
+      controller_->RegisterNode(request->node(), running, request->drain(), &proof);
   if (!result.ok()) return Reply(context, result.status());
   const NodeRegistration& registration = result->registration;
   response->set_node_id(registration.node_id);
+  response->set_credential(registration.credential);
   response->set_session_id(registration.session_id);
   *response->mutable_lease_duration() = ToProtoDuration(registration.lease_duration);
   *response->mutable_heartbeat_interval() = ToProtoDuration(registration.heartbeat_interval);
@@ -41,8 +45,10 @@ grpc::ServerUnaryReactor* NodeService::Register(grpc::CallbackServerContext* con
   return Reply(context, absl::OkStatus());
 }
 
-grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* NodeService::Session(grpc::CallbackServerContext*) {
-  return new SessionReactor(controller_, nodes_, sessions_, executor_, session_options_);
+grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* NodeService::Session(
+    grpc::CallbackServerContext* context) {
+  return new SessionReactor(controller_, nodes_, sessions_, executor_, session_options_,
+                            CallingNode(*context, *nodes_));
 }
 
 grpc::ServerUnaryReactor* NodeService::ReportRankExit(grpc::CallbackServerContext* context,
@@ -50,6 +56,15 @@ grpc::ServerUnaryReactor* NodeService::ReportRankExit(grpc::CallbackServerContex
                                                       v1::ReportRankExitResponse*) {
   if (request->node_id().empty()) return Reply(context, absl::InvalidArgumentError("node_id: must not be empty"));
   if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
+  absl::StatusOr<std::string> node = CallingNode(*context, *nodes_);
+  if (!node.ok()) return Reply(context, node.status());
+  if (absl::Status s = CheckNamedNode(*node, request->node_id(), "node_id"); !s.ok()) return Reply(context, s);
+  // A job no longer known: the core only releases the caller's own slot.
+  if (absl::Status s = controller_->CheckPlacedOn(*node, request->job_id(), request->generation(),
+                                                  {request->global_rank()});
+      !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+    return Reply(context, s);
+  }
   RankExit exit;
   exit.node_id = request->node_id();
   exit.job_id = request->job_id();
@@ -66,18 +81,26 @@ grpc::ServerUnaryReactor* NodeService::ReportRankExit(grpc::CallbackServerContex
 
 grpc::ServerReadReactor<v1::LogChunk>* NodeService::PushLogs(grpc::CallbackServerContext* context,
                                                              v1::PushLogsResponse*) {
-  std::string peer = context->peer();
-  auto node = context->client_metadata().find("ringmaster-node-id");
-  if (node != context->client_metadata().end()) {
-    peer = absl::StrCat("node ", std::string(node->second.data(), node->second.size()));
+  absl::StatusOr<std::string> node = CallingNode(*context, *nodes_);
+  std::string peer = node.ok() ? absl::StrCat("node ", *node) : context->peer();
+  // Every line must be of a rank placed on the pushing node (checked on the executor).
+  PushLogsReactor::Authorize authorize;
+  if (node.ok()) {
+    authorize = [controller = controller_, node_id = *node](const std::string& job_id, int64_t generation,
+                                                            int32_t rank) {
+      return controller->CheckPlacedOn(node_id, job_id, generation, {rank});
+    };
   }
-  auto* reactor = new PushLogsReactor(logs_, executor_, log_counter_, std::move(peer), [this](PushLogsReactor* r) {
-    std::lock_guard<std::mutex> lock(pushes_mu_);
-    pushes_.erase(r);
-  });
+  auto* reactor = new PushLogsReactor(logs_, executor_, log_counter_, std::move(peer), std::move(authorize),
+                                      [this](PushLogsReactor* r) {
+                                        std::lock_guard<std::mutex> lock(pushes_mu_);
+                                        pushes_.erase(r);
+                                      });
   std::lock_guard<std::mutex> lock(pushes_mu_);
   if (closed_.has_value()) {
     reactor->Close(*closed_);
+  } else if (!node.ok()) {
+    reactor->Close(node.status());
   } else {
     pushes_.insert(reactor);
   }

@@ -115,7 +115,8 @@ TEST_F(NodeServiceTest, AReopenedSessionGetsTheCurrentAssignments) {
   const std::string job_id = StartCpuJob(worker.get(), &start);
   EXPECT_TRUE(worker->Finish().ok());
 
-  // The same worker (its ranks still running) registers again and reopens.
+  // The same worker (its ranks still running, its node credential kept)
+  // registers again and reopens.
   v1::RunningRank r0, r1;
   r0.set_job_id(job_id);
   r0.set_generation(1);
@@ -123,6 +124,7 @@ TEST_F(NodeServiceTest, AReopenedSessionGetsTheCurrentAssignments) {
   r1 = r0;
   r1.set_global_rank(1);
   FakeWorker again(channel_, MakeNode("node-a", 0, 2));
+  again.set_credential(worker->credential());
   ASSERT_TRUE(again.Register({r0, r1}).ok());
   EXPECT_EQ(again.node_id(), worker->node_id());
   EXPECT_EQ(again.registration().stop_size(), 0);
@@ -185,7 +187,8 @@ TEST_F(NodeServiceTest, ANewRegistrationSupersedesTheOpenSession) {
   ASSERT_TRUE(first->Sync().has_value());
   const int64_t old_session = first->session_id();
 
-  FakeWorker second(channel_, MakeNode("node-a", 0, 2));
+  FakeWorker second(channel_, MakeNode("node-a", 0, 2));  // its worker restarted, its credential kept
+  second.set_credential(first->credential());
   ASSERT_TRUE(second.Register().ok());
   ASSERT_TRUE(second.Open());
   ASSERT_TRUE(second.Sync().has_value());

@@ -8,11 +8,12 @@
 namespace ringmaster::coordinator {
 
 PushLogsReactor::PushLogsReactor(LogStore* logs, Executor* executor, LogLinesCounter counter, std::string peer,
-                                 std::function<void(PushLogsReactor*)> on_done)
+                                 Authorize authorize, std::function<void(PushLogsReactor*)> on_done)
     : logs_(logs),
       executor_(executor),
       counter_(std::move(counter)),
       peer_(std::move(peer)),
+      authorize_(std::move(authorize)),
       on_done_(std::move(on_done)) {
   StartRead(&chunk_);
 }
@@ -66,8 +67,40 @@ void PushLogsReactor::OnReadDone(bool ok) {
   MaybeFinish();
 }
 
+absl::Status PushLogsReactor::AuthorizeChunk(v1::LogChunk* kept, bool* all, int64_t* dropped) {
+  constexpr size_t kMaxAllowed = 4096;  // bounds the cache on a long stream
+  *all = true;
+  *dropped = 0;
+  if (!authorize_) return absl::UnauthenticatedError("no node credential");
+  for (int i = 0; i < chunk_.lines_size(); ++i) {
+    const v1::LogLine& line = chunk_.lines(i);
+    auto key = std::make_tuple(line.job_id(), line.generation(), line.rank());
+    absl::Status s =
+        allowed_.count(key) > 0 ? absl::OkStatus() : authorize_(line.job_id(), line.generation(), line.rank());
+    if (s.ok()) {
+      if (allowed_.size() >= kMaxAllowed) allowed_.clear();
+      allowed_.insert(std::move(key));
+      if (!*all) *kept->add_lines() = line;
+      continue;
+    }
+    if (s.code() != absl::StatusCode::kNotFound) return s;
+    if (*all) {  // the lines so far pass: keep them
+      *all = false;
+      for (int k = 0; k < i; ++k) *kept->add_lines() = chunk_.lines(k);
+    }
+    ++*dropped;
+  }
+  return absl::OkStatus();
+}
+
 void PushLogsReactor::Append() {
-  absl::StatusOr<AppendResult> result = logs_->Append(chunk_);
+  v1::LogChunk kept;
+  bool all = true;
+  int64_t dropped = 0;
+  absl::Status authorized = AuthorizeChunk(&kept, &all, &dropped);
+  absl::StatusOr<AppendResult> result =
+      authorized.ok() ? logs_->Append(all ? chunk_ : kept) : absl::StatusOr<AppendResult>(authorized);
+  if (result.ok()) result->invalid += dropped;
   chunk_.Clear();
   if (result.ok()) {
     if (counter_) counter_(*result);

@@ -4,7 +4,9 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "coordinator/testing/coordinator_fixture.h"
 #include "coordinator/core/rendezvous.h"
@@ -40,7 +42,7 @@ class RendezvousServiceTest : public CoordinatorFixture {
     request.set_key(key);
     request.set_value(value);
     v1::KvSetResponse response;
-    return rendezvous_->KvSet(Context().get(), request, &response);
+    return rendezvous_->KvSet(worker_->NodeContext().get(), request, &response);
   }
   // Waits (bounded) until `n` rendezvous calls are blocked in the server.
   void AwaitWaiters(int n) {
@@ -61,12 +63,12 @@ TEST_F(RendezvousServiceTest, KeyValueSetGetWaitAdd) {
   *get.mutable_scope() = Scope(1, 1);
   get.set_key("store/rank0");
   v1::KvGetResponse got;
-  ASSERT_TRUE(rendezvous_->KvGet(Context().get(), get, &got).ok());
+  ASSERT_TRUE(rendezvous_->KvGet(worker_->NodeContext().get(), get, &got).ok());
   EXPECT_TRUE(got.found());
   EXPECT_EQ(got.value(), "addr0");
   get.set_key("missing");
   got.Clear();
-  ASSERT_TRUE(rendezvous_->KvGet(Context().get(), get, &got).ok());
+  ASSERT_TRUE(rendezvous_->KvGet(worker_->NodeContext().get(), get, &got).ok());
   EXPECT_FALSE(got.found());
 
   v1::KvAddRequest add;
@@ -74,13 +76,13 @@ TEST_F(RendezvousServiceTest, KeyValueSetGetWaitAdd) {
   add.set_key("counter");
   add.set_delta(2);
   v1::KvAddResponse added;
-  ASSERT_TRUE(rendezvous_->KvAdd(Context().get(), add, &added).ok());
+  ASSERT_TRUE(rendezvous_->KvAdd(worker_->NodeContext().get(), add, &added).ok());
   EXPECT_EQ(added.value(), 2);
   add.set_delta(3);
-  ASSERT_TRUE(rendezvous_->KvAdd(Context().get(), add, &added).ok());
+  ASSERT_TRUE(rendezvous_->KvAdd(worker_->NodeContext().get(), add, &added).ok());
   EXPECT_EQ(added.value(), 5);
   add.set_key("store/rank0");  // not a number
-  grpc::Status status = rendezvous_->KvAdd(Context().get(), add, &added);
+  grpc::Status status = rendezvous_->KvAdd(worker_->NodeContext().get(), add, &added);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 
   v1::KvWaitRequest wait;
@@ -88,7 +90,7 @@ TEST_F(RendezvousServiceTest, KeyValueSetGetWaitAdd) {
   wait.add_keys("store/rank0");
   wait.add_keys("counter");
   v1::KvWaitResponse waited;
-  ASSERT_TRUE(rendezvous_->KvWait(Context().get(), wait, &waited).ok());
+  ASSERT_TRUE(rendezvous_->KvWait(worker_->NodeContext().get(), wait, &waited).ok());
   ASSERT_EQ(waited.values_size(), 2);
   EXPECT_EQ(waited.values(0), "addr0");
   EXPECT_EQ(waited.values(1), "5");
@@ -106,7 +108,7 @@ TEST_F(RendezvousServiceTest, OnlyCallersWithTheGenerationsSecretGetAnswers) {
   for (const std::string& secret : {std::string(), std::string(64, '0'), server_->rendezvous().Secret(job_id_, 2)}) {
     get.mutable_scope()->set_secret(secret);
     v1::KvGetResponse got;
-    grpc::Status status = rendezvous_->KvGet(Context().get(), get, &got);
+    grpc::Status status = rendezvous_->KvGet(worker_->NodeContext().get(), get, &got);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
     EXPECT_FALSE(got.found());
     EXPECT_EQ(got.value(), "");
@@ -116,15 +118,17 @@ TEST_F(RendezvousServiceTest, OnlyCallersWithTheGenerationsSecretGetAnswers) {
   nccl.mutable_scope()->clear_secret();
   nccl.set_communicator("world");
   v1::GetNcclUniqueIdResponse id;
-  EXPECT_EQ(rendezvous_->GetNcclUniqueId(Context().get(), nccl, &id).error_code(),
+  EXPECT_EQ(rendezvous_->GetNcclUniqueId(worker_->NodeContext().get(), nccl, &id).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(server_->rendezvous().Waiters(), 0) << "refused before waiting";
 }
 
 TEST_F(RendezvousServiceTest, FencingRejectsOtherGenerations) {
+  // A generation the job never had: no rank of it is placed on this node.
   grpc::Status status = Set(2, "k", "v");
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(status.error_message(), absl::StrCat("generation 2 of job ", job_id_, " is not known; current is 1"));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(status.error_message(), absl::StrCat("node ", worker_->node_id(), " has no rank 0 of job ", job_id_,
+                                                 " (generation 2): a node acts only for the ranks placed on it"));
 
   status = Set(0, "k", "v");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -147,7 +151,7 @@ TEST_F(RendezvousServiceTest, GetNcclUniqueIdWaitsForThePublish) {
     v1::GetNcclUniqueIdRequest request;
     *request.mutable_scope() = Scope(1, 1);
     request.set_communicator("world");
-    get_status = rendezvous_->GetNcclUniqueId(Context().get(), request, &got);
+    get_status = rendezvous_->GetNcclUniqueId(worker_->NodeContext().get(), request, &got);
   });
   AwaitWaiters(1);
   v1::PublishNcclUniqueIdRequest publish;
@@ -155,7 +159,7 @@ TEST_F(RendezvousServiceTest, GetNcclUniqueIdWaitsForThePublish) {
   publish.set_communicator("world");
   publish.set_unique_id(id);
   v1::PublishNcclUniqueIdResponse published;
-  ASSERT_TRUE(rendezvous_->PublishNcclUniqueId(Context().get(), publish, &published).ok());
+  ASSERT_TRUE(rendezvous_->PublishNcclUniqueId(worker_->NodeContext().get(), publish, &published).ok());
   getter.join();
   ASSERT_TRUE(get_status.ok()) << get_status.error_message();
   EXPECT_EQ(got.unique_id(), id);
@@ -163,7 +167,7 @@ TEST_F(RendezvousServiceTest, GetNcclUniqueIdWaitsForThePublish) {
   EXPECT_EQ(GetJob(job_id_).state(), v1::JOB_STATE_RUNNING);
 
   publish.set_unique_id(std::string(128, '\x8'));
-  grpc::Status status = rendezvous_->PublishNcclUniqueId(Context().get(), publish, &published);
+  grpc::Status status = rendezvous_->PublishNcclUniqueId(worker_->NodeContext().get(), publish, &published);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::ALREADY_EXISTS);
 }
 
@@ -174,7 +178,7 @@ TEST_F(RendezvousServiceTest, ShutdownEndsBlockedWaitsWithUnavailable) {
     *request.mutable_scope() = Scope(1, 1);
     request.add_keys("never");
     v1::KvWaitResponse response;
-    wait_status = rendezvous_->KvWait(Context().get(), request, &response);
+    wait_status = rendezvous_->KvWait(worker_->NodeContext().get(), request, &response);
   });
   AwaitWaiters(1);
   const absl::Time start = absl::Now();
@@ -188,12 +192,15 @@ TEST_F(RendezvousServiceTest, ShutdownEndsBlockedWaitsWithUnavailable) {
 
 using CheckpointServiceTest = RendezvousServiceTest;
 
-v1::CommitCheckpointRequest Commit(const std::string& job_id, int64_t generation, int64_t step) {
+// A commit to the coordinator whose state directory is `state_dir`, at the
+// path it decided: <state-dir>/checkpoints/<job>/gen-<g>/step-NNNNNNNNN.
+v1::CommitCheckpointRequest Commit(const std::string& state_dir, const std::string& job_id, int64_t generation,
+                                   int64_t step) {
   v1::CommitCheckpointRequest request;
   request.set_job_id(job_id);
   request.set_generation(generation);
   request.set_step(step);
-  request.set_path(absl::StrCat("/ckpt/", job_id, "/step-", step));
+  request.set_path(absl::StrFormat("%s/checkpoints/%s/gen-%d/step-%09d", state_dir, job_id, generation, step));
   request.set_rank(0);
   request.set_pipeline_stage(0);
   request.set_pipeline_stages(1);
@@ -207,11 +214,13 @@ v1::CommitCheckpointRequest Commit(const std::string& job_id, int64_t generation
 
 TEST_F(CheckpointServiceTest, CommitThenListAndLatest) {
   v1::CommitCheckpointResponse committed;
-  ASSERT_TRUE(checkpoints_->Commit(Context().get(), Commit(job_id_, 1, 10), &committed).ok());
+  ASSERT_TRUE(
+      checkpoints_->Commit(worker_->NodeContext().get(), Commit(config_.state_dir, job_id_, 1, 10), &committed).ok());
   EXPECT_TRUE(committed.checkpoint().complete());
   EXPECT_EQ(committed.checkpoint().step(), 10);
   EXPECT_EQ(committed.checkpoint().total_bytes(), 1024);
-  ASSERT_TRUE(checkpoints_->Commit(Context().get(), Commit(job_id_, 1, 20), &committed).ok());
+  ASSERT_TRUE(
+      checkpoints_->Commit(worker_->NodeContext().get(), Commit(config_.state_dir, job_id_, 1, 20), &committed).ok());
 
   v1::ListCheckpointsRequest list;
   list.set_job_id(job_id_);
@@ -224,31 +233,42 @@ TEST_F(CheckpointServiceTest, CommitThenListAndLatest) {
   v1::GetLatestCheckpointRequest latest;
   latest.set_job_id(job_id_);
   v1::GetLatestCheckpointResponse got;
-  ASSERT_TRUE(checkpoints_->GetLatestCheckpoint(Context().get(), latest, &got).ok());
+  ASSERT_TRUE(checkpoints_->GetLatestCheckpoint(worker_->NodeContext().get(), latest, &got).ok());
   EXPECT_EQ(got.checkpoint().step(), 20);
   EXPECT_EQ(GetJob(job_id_).last_checkpoint().step(), 20);
 }
 
 TEST_F(CheckpointServiceTest, FencedMalformedAndUnknownCommits) {
   v1::CommitCheckpointResponse committed;
-  grpc::Status status = checkpoints_->Commit(Context().get(), Commit(job_id_, 2, 10), &committed);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(status.error_message(), absl::StrCat("generation 2 of job ", job_id_, " is not known; current is 1"));
+  grpc::Status status =
+      checkpoints_->Commit(worker_->NodeContext().get(), Commit(config_.state_dir, job_id_, 2, 10), &committed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);  // no generation 2: nothing of it is here
+  EXPECT_EQ(status.error_message(), absl::StrCat("node ", worker_->node_id(), " has no rank 0 of job ", job_id_,
+                                                 " (generation 2): a node acts only for the ranks placed on it"));
 
-  v1::CommitCheckpointRequest no_files = Commit(job_id_, 1, 10);
+  v1::CommitCheckpointRequest no_files = Commit(config_.state_dir, job_id_, 1, 10);
   no_files.clear_files();
-  status = checkpoints_->Commit(Context().get(), no_files, &committed);
+  status = checkpoints_->Commit(worker_->NodeContext().get(), no_files, &committed);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(), "files: at least one file is required");
 
-  status = checkpoints_->Commit(Context().get(), Commit("j-99", 1, 10), &committed);
+  status =
+      checkpoints_->Commit(worker_->NodeContext().get(), Commit(config_.state_dir, "j-99", 1, 10), &committed);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(status.error_message(), "job j-99 not found");
+
+  // Not the directory the coordinator decided (issue #27): refused, nothing recorded.
+  v1::CommitCheckpointRequest escape = Commit(config_.state_dir, job_id_, 1, 10);
+  escape.set_path(absl::StrCat(config_.state_dir, "/checkpoints/", job_id_, "/../j-99/gen-1/step-000000010"));
+  status = checkpoints_->Commit(worker_->NodeContext().get(), escape, &committed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(absl::StartsWith(status.error_message(), absl::StrCat("path: \"", escape.path(), "\" is not where")))
+      << status.error_message();
 
   v1::GetLatestCheckpointRequest latest;
   latest.set_job_id(job_id_);
   v1::GetLatestCheckpointResponse got;
-  status = checkpoints_->GetLatestCheckpoint(Context().get(), latest, &got);
+  status = checkpoints_->GetLatestCheckpoint(worker_->NodeContext().get(), latest, &got);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 

@@ -10,20 +10,10 @@
 #include "common/grpc_status.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
+#include "coordinator/service/node_identity.h"
 
 namespace ringmaster::coordinator {
 namespace {
-
-// The caller's scope, once it has shown its generation's secret.
-absl::StatusOr<RendezvousScope> Scope(const Rendezvous& rendezvous, const v1::RendezvousScope& scope) {
-  if (scope.job_id().empty()) return absl::InvalidArgumentError("scope.job_id: must not be empty");
-  if (scope.generation() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("scope.generation: must be >= 1, got ", scope.generation()));
-  }
-  RendezvousScope out{scope.job_id(), scope.generation(), scope.rank(), scope.secret()};
-  RETURN_IF_ERROR(rendezvous.CheckSecret(out));
-  return out;
-}
 
 // The earliest of the request's timeout (zero: none) and the call's deadline;
 // zero means none (the generation's deadline bounds the wait).
@@ -41,12 +31,27 @@ absl::Duration WaitTimeout(const grpc::CallbackServerContext* context, const goo
 
 }  // namespace
 
-RendezvousService::RendezvousService(Rendezvous* rendezvous) : rendezvous_(rendezvous) {}
+RendezvousService::RendezvousService(Rendezvous* rendezvous, const NodeRegistry* nodes,
+                                     const JobController* controller)
+    : rendezvous_(rendezvous), nodes_(nodes), controller_(controller) {}
+
+absl::StatusOr<RendezvousScope> RendezvousService::Scope(const grpc::CallbackServerContext& context,
+                                                         const v1::RendezvousScope& scope) const {
+  ASSIGN_OR_RETURN(std::string node, CallingNode(context, *nodes_));
+  if (scope.job_id().empty()) return absl::InvalidArgumentError("scope.job_id: must not be empty");
+  if (scope.generation() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("scope.generation: must be >= 1, got ", scope.generation()));
+  }
+  RendezvousScope out{scope.job_id(), scope.generation(), scope.rank(), scope.secret()};
+  RETURN_IF_ERROR(rendezvous_->CheckSecret(out));
+  RETURN_IF_ERROR(controller_->CheckPlacedOn(node, scope.job_id(), scope.generation(), {scope.rank()}));
+  return out;
+}
 
 grpc::ServerUnaryReactor* RendezvousService::PublishNcclUniqueId(grpc::CallbackServerContext* context,
                                                                  const v1::PublishNcclUniqueIdRequest* request,
                                                                  v1::PublishNcclUniqueIdResponse*) {
-  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*context, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   return Reply(context, rendezvous_->PublishNcclUniqueId(*scope, request->communicator(), request->unique_id()));
 }
@@ -54,7 +59,7 @@ grpc::ServerUnaryReactor* RendezvousService::PublishNcclUniqueId(grpc::CallbackS
 grpc::ServerUnaryReactor* RendezvousService::GetNcclUniqueId(grpc::CallbackServerContext* context,
                                                              const v1::GetNcclUniqueIdRequest* request,
                                                              v1::GetNcclUniqueIdResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*context, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   rendezvous_->GetNcclUniqueIdAsync(*scope, request->communicator(), WaitTimeout(context, request->timeout()),
@@ -67,14 +72,14 @@ grpc::ServerUnaryReactor* RendezvousService::GetNcclUniqueId(grpc::CallbackServe
 
 grpc::ServerUnaryReactor* RendezvousService::KvSet(grpc::CallbackServerContext* context,
                                                    const v1::KvSetRequest* request, v1::KvSetResponse*) {
-  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*context, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   return Reply(context, rendezvous_->KvSet(*scope, request->key(), request->value()));
 }
 
 grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* context,
                                                    const v1::KvGetRequest* request, v1::KvGetResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*context, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   absl::StatusOr<std::optional<std::string>> value = rendezvous_->KvGet(*scope, request->key());
   if (!value.ok()) return Reply(context, value.status());
@@ -85,7 +90,7 @@ grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext* context,
                                                     const v1::KvWaitRequest* request, v1::KvWaitResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*context, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   std::vector<std::string> keys(request->keys().begin(), request->keys().end());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -101,7 +106,7 @@ grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext*
 
 grpc::ServerUnaryReactor* RendezvousService::KvAdd(grpc::CallbackServerContext* context,
                                                    const v1::KvAddRequest* request, v1::KvAddResponse* response) {
-  absl::StatusOr<RendezvousScope> scope = Scope(*rendezvous_, request->scope());
+  absl::StatusOr<RendezvousScope> scope = Scope(*context, request->scope());
   if (!scope.ok()) return Reply(context, scope.status());
   absl::StatusOr<int64_t> value = rendezvous_->KvAdd(*scope, request->key(), request->delta());
   if (!value.ok()) return Reply(context, value.status());

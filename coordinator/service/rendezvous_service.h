@@ -6,7 +6,10 @@
 // state; fencing errors (FAILED_PRECONDITION) and the rest pass through with
 // their codes. Every call must carry its generation's rendezvous secret in
 // its scope (Rendezvous::CheckSecret): without it, PERMISSION_DENIED before
-// anything else is checked or revealed.
+// anything else is checked or revealed. It must come from a node (the node
+// credential: UNAUTHENTICATED without one) on which the scope's rank was
+// placed in the scope's generation (PERMISSION_DENIED otherwise): a node
+// speaks for its own ranks only (node_identity.h).
 //
 //   Every call is unary and answered without holding a thread: the quick
 //   ones inline (a map update under the Rendezvous lock); GetNcclUniqueId and
@@ -21,6 +24,9 @@
 // Thread-safe; the Rendezvous must outlive the server (stop them in the
 // order Rendezvous::Shutdown, then server Shutdown).
 
+#include "absl/status/statusor.h"
+#include "coordinator/core/job_controller.h"
+#include "coordinator/core/node_registry.h"
 #include "coordinator/core/rendezvous.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/rendezvous_service.grpc.pb.h"
@@ -29,7 +35,8 @@ namespace ringmaster::coordinator {
 
 class RendezvousService final : public v1::RendezvousService::CallbackService {
  public:
-  explicit RendezvousService(Rendezvous* rendezvous);
+  // All must outlive the server.
+  RendezvousService(Rendezvous* rendezvous, const NodeRegistry* nodes, const JobController* controller);
 
   grpc::ServerUnaryReactor* PublishNcclUniqueId(grpc::CallbackServerContext* context,
                                                 const v1::PublishNcclUniqueIdRequest* request,
@@ -47,7 +54,14 @@ class RendezvousService final : public v1::RendezvousService::CallbackService {
                                   v1::KvAddResponse* response) override;
 
  private:
+  // The caller's scope, once its node is known, it has shown its
+  // generation's secret and its rank is placed on its node.
+  absl::StatusOr<RendezvousScope> Scope(const grpc::CallbackServerContext& context,
+                                        const v1::RendezvousScope& scope) const;
+
   Rendezvous* const rendezvous_;
+  const NodeRegistry* const nodes_;
+  const JobController* const controller_;
 };
 
 }  // namespace ringmaster::coordinator

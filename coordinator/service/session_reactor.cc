@@ -5,13 +5,20 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/proto_time.h"
+#include "common/status_macros.h"
+#include "coordinator/service/node_identity.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
 
 SessionReactor::SessionReactor(JobController* controller, NodeRegistry* nodes, NodeSessions* sessions,
-                               Executor* executor, SessionOptions options)
-    : controller_(controller), nodes_(nodes), sessions_(sessions), executor_(executor), options_(options) {
+                               Executor* executor, SessionOptions options, absl::StatusOr<std::string> caller)
+    : controller_(controller),
+      nodes_(nodes),
+      sessions_(sessions),
+      executor_(executor),
+      options_(options),
+      caller_(std::move(caller)) {
   StartRead(&incoming_);
 }
 
@@ -66,10 +73,10 @@ void SessionReactor::Handle(const v1::WorkerMessage& message) {
         status = HandleHeartbeat();
         break;
       case v1::WorkerMessage::kProgress:
-        HandleProgress(message.progress());
+        status = HandleProgress(message.progress());
         break;
       case v1::WorkerMessage::kStartResult:
-        HandleStartResult(message.start_result());
+        status = HandleStartResult(message.start_result());
         break;
       case v1::WorkerMessage::kDrain:
         HandleDrain(message.drain());
@@ -104,6 +111,8 @@ void SessionReactor::Handle(const v1::WorkerMessage& message) {
 
 absl::Status SessionReactor::HandleOpen(const v1::SessionOpen& open) {
   if (open.node_id().empty()) return absl::InvalidArgumentError("open.node_id: must not be empty");
+  if (!caller_.ok()) return caller_.status();
+  RETURN_IF_ERROR(CheckNamedNode(*caller_, open.node_id(), "open.node_id"));
   absl::Status status = sessions_->Attach(open.node_id(), open.session_id(), this);
   if (!status.ok()) return status;
   node_id_ = open.node_id();
@@ -123,14 +132,21 @@ absl::Status SessionReactor::HandleHeartbeat() {
   return absl::OkStatus();
 }
 
-void SessionReactor::HandleStartResult(const v1::StartRanksResult& result) {
-  if (result.error().empty()) return;
+absl::Status SessionReactor::HandleStartResult(const v1::StartRanksResult& result) {
+  if (result.error().empty()) return absl::OkStatus();
+  // The generation (and every rank said to have started) must be placed here.
+  absl::Status placed =
+      controller_->CheckPlacedOn(node_id_, result.job_id(), result.generation(),
+                                 std::vector<int32_t>(result.started_ranks().begin(), result.started_ranks().end()));
+  if (placed.code() == absl::StatusCode::kNotFound) return absl::OkStatus();  // a job no longer known: nothing to fail
+  RETURN_IF_ERROR(placed);
   spdlog::warn("node {}: job {} generation {}: not every rank started: {}", node_id_, result.job_id(),
                result.generation(), result.error());
   absl::Status s = controller_->ReportStartFailure(
       {node_id_, result.job_id(), result.generation(), result.error(), result.unrecoverable(),
        std::vector<int32_t>(result.started_ranks().begin(), result.started_ranks().end())});
   if (!s.ok()) spdlog::error("node {}: start failure of job {} not applied: {}", node_id_, result.job_id(), s.ToString());
+  return absl::OkStatus();
 }
 
 void SessionReactor::HandleDrain(const v1::DrainRequest& drain) {
@@ -144,9 +160,14 @@ void SessionReactor::HandleDrain(const v1::DrainRequest& drain) {
                result->job_ids.size());
 }
 
-void SessionReactor::HandleProgress(const v1::RankProgress& progress) {
-  absl::StatusOr<bool> over =
-      controller_->ReportProgress(progress.job_id(), progress.generation(), progress.global_rank(), progress.metrics());
+absl::Status SessionReactor::HandleProgress(const v1::RankProgress& progress) {
+  // A rank of a job no longer known is told to stop (NOT_FOUND below).
+  absl::Status placed =
+      controller_->CheckPlacedOn(node_id_, progress.job_id(), progress.generation(), {progress.global_rank()});
+  if (placed.code() != absl::StatusCode::kNotFound) RETURN_IF_ERROR(placed);
+  absl::StatusOr<bool> over = placed.ok() ? controller_->ReportProgress(progress.job_id(), progress.generation(),
+                                                                        progress.global_rank(), progress.metrics())
+                                          : absl::StatusOr<bool>(placed);
   std::string reason;
   if (over.ok() && *over) {
     reason = absl::StrCat("generation ", progress.generation(), " of job ", progress.job_id(), " is over");
@@ -155,9 +176,9 @@ void SessionReactor::HandleProgress(const v1::RankProgress& progress) {
   } else if (!over.ok()) {
     spdlog::warn("node {}: progress of job {} rank {} not recorded: {}", node_id_, progress.job_id(),
                  progress.global_rank(), over.status().ToString());
-    return;
+    return absl::OkStatus();
   } else {
-    return;
+    return absl::OkStatus();
   }
   v1::CoordinatorMessage message;
   v1::StopRanks* stop = message.mutable_stop();
@@ -167,6 +188,7 @@ void SessionReactor::HandleProgress(const v1::RankProgress& progress) {
   *stop->mutable_grace_period() = ToProtoDuration(options_.stop_grace_period);
   stop->set_reason(reason);
   Send(std::move(message));
+  return absl::OkStatus();
 }
 
 void SessionReactor::Send(v1::CoordinatorMessage message) {

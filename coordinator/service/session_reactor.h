@@ -4,7 +4,9 @@
 // SessionReactor: one NodeService.Session stream, the worker's long-lived
 // connection. The protocol as served:
 //
-//   worker -> open{node_id, session_id}   first message, exactly once; the
+//   worker -> open{node_id, session_id}   first message, exactly once;
+//             node_id must be the node of the call's credential (else the
+//             stream ends with UNAUTHENTICATED / PERMISSION_DENIED); the
 //             session must be the node's current registration, else the
 //             stream ends with the registry's NOT_FOUND/FAILED_PRECONDITION
 //             (the worker registers again). On open the coordinator sends the
@@ -15,11 +17,14 @@
 //             registry refuses (LOST node, superseded session) ends the stream
 //             with that error.
 //   worker -> progress                    JobController::ReportProgress; a
-//             report from a generation that is over (or of an unknown job) is
-//             answered with a StopRanks for that rank.
+//             report from a generation that is over is answered with a
+//             StopRanks for that rank.
 //   worker -> start_result                an error fails the generation
 //             (JobController::ReportStartFailure; FAILED at once when the
 //             worker says no restart can fix it).
+//   A progress report or start result about a rank (a generation) not
+//   placed on the node ends the stream with PERMISSION_DENIED; nothing of the
+//   job changes (JobController::CheckPlacedOn).
 //   coordinator -> start / stop           as the JobController orders them
 //             (through NodeSessions), in order.
 //   The coordinator ends the stream when the node's registration is
@@ -61,8 +66,10 @@ struct SessionOptions {
 class SessionReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
                              public SessionSink {
  public:
+  // `caller`: the node the stream's credential says it comes from, or why
+  // it has none (node_identity.h CallingNode); `open` must name it.
   SessionReactor(JobController* controller, NodeRegistry* nodes, NodeSessions* sessions, Executor* executor,
-                 SessionOptions options);
+                 SessionOptions options, absl::StatusOr<std::string> caller);
 
   // SessionSink (under NodeSessions' lock: record, post).
   void Send(v1::CoordinatorMessage message) override;
@@ -79,8 +86,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
   absl::Status HandleHeartbeat();
   // The worker drains its own node (SIGUSR1): JobController::DrainNode.
   void HandleDrain(const v1::DrainRequest& drain);
-  void HandleProgress(const v1::RankProgress& progress);
-  void HandleStartResult(const v1::StartRanksResult& result);
+  absl::Status HandleProgress(const v1::RankProgress& progress);
+  absl::Status HandleStartResult(const v1::StartRanksResult& result);
   void Pump();
   void PostPumpLocked();
   bool Post(std::function<void()> task);
@@ -92,6 +99,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
   NodeSessions* const sessions_;
   Executor* const executor_;
   const SessionOptions options_;
+  const absl::StatusOr<std::string> caller_;
   std::atomic<int> refs_{1};
 
   v1::WorkerMessage incoming_;  // owned by the read in flight

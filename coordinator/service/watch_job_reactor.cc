@@ -2,8 +2,10 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/core/job_state_machine.h"
+#include "coordinator/core/job_summary.h"
 
 namespace ringmaster::coordinator {
 
@@ -46,7 +48,7 @@ void WatchJobReactor::Unref() {
 void WatchJobReactor::Begin() {
   absl::Status status = controller_->SnapshotJob(
       request_.job_id(), request_.after_sequence(),
-      [this](const v1::Job& job, const std::vector<v1::JobEvent>& events) {
+      [this](const v1::Job& job, const EventPage& page) {
         // Under the job's lock: no change can slip in before the
         // subscription.
         const int64_t id = watchers_->Subscribe(job.id(), this);
@@ -59,7 +61,11 @@ void WatchJobReactor::Begin() {
         subscription_ = id;
         last_sequence_ = request_.after_sequence();
         pending_.emplace();  // the first message goes out even without events
-        AddLocked(job, events);
+        pending_event_bytes_ = 0;
+        AddLocked(job, page.events);
+        if (page.more && pending_->events_size() > 0) {  // older ones than the snapshot's page
+          pending_->set_older_events_page_token(absl::StrCat(pending_->events(0).sequence()));
+        }
         if (id == 0 && !terminal_pending_) {
           finish_with_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down");
         }
@@ -73,12 +79,28 @@ void WatchJobReactor::Begin() {
 
 void WatchJobReactor::AddLocked(const v1::Job& job, const std::vector<v1::JobEvent>& events) {
   if (terminal_pending_ || terminal_written_) return;  // the stream is complete
-  if (!pending_.has_value()) pending_.emplace();
+  if (!pending_.has_value()) {
+    pending_.emplace();
+    pending_event_bytes_ = 0;
+  }
   *pending_->mutable_job() = job;
+  AbridgeJob(pending_->mutable_job());  // only a job stored before the spec's limits
   for (const v1::JobEvent& e : events) {
     if (e.sequence() <= last_sequence_) continue;
     last_sequence_ = e.sequence();
     *pending_->add_events() = e;
+    pending_event_bytes_ += e.ByteSizeLong();
+  }
+  // A reader that falls behind gets the newest events and a token for the rest.
+  int drop = 0;
+  while (pending_->events_size() - drop > kMaxWatchEvents ||
+         (pending_event_bytes_ > kMaxWatchEventBytes && pending_->events_size() - drop > 1)) {
+    pending_event_bytes_ -= pending_->events(drop).ByteSizeLong();
+    ++drop;
+  }
+  if (drop > 0) {
+    pending_->mutable_events()->DeleteSubrange(0, drop);
+    pending_->set_older_events_page_token(absl::StrCat(pending_->events(0).sequence()));
   }
   terminal_pending_ = IsTerminal(job.state());
 }

@@ -1,13 +1,16 @@
 #ifndef RINGMASTER_COORDINATOR_WATCH_JOB_REACTOR_H_
 #define RINGMASTER_COORDINATOR_WATCH_JOB_REACTOR_H_
 
-// WatchJobReactor: one JobService.WatchJob stream. Sends the job and its
-// events after `after_sequence` (one snapshot, taken on the executor), then
-// the job again after every change with the events since the previous
-// message, and finishes OK once it has sent a terminal job. Changes that
-// arrive while a write is in flight are coalesced into one message (the
-// latest job, every event in order), so a slow client costs one message of
-// memory, not a queue.
+// WatchJobReactor: one JobService.WatchJob stream. Sends the job and the
+// newest page of its events after `after_sequence` (one snapshot, taken on
+// the executor), then the job again after every change with the events
+// since the previous message, and finishes OK once it has sent a terminal
+// job. Changes that arrive while a write is in flight are coalesced into one
+// message (the latest job, the events in order), so a slow client costs one
+// message of memory, not a queue: a message holds at most kMaxWatchEvents
+// events and kMaxWatchEventBytes of them, the newest, and
+// older_events_page_token names where the ones left out end (GetJob pages
+// them). A job stored before the spec's limits is sent abridged (AbridgeJob).
 //
 // Threading: gRPC reactions, the executor and JobWatchers (under the
 // controller's lock) call in; state is under mu_, and gRPC operations are
@@ -50,7 +53,8 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::WatchJobRespon
   void PostPumpLocked();
   bool Post(std::function<void()> task);
   void Unref();
-  // Folds a change into pending_; caller holds mu_.
+  // Folds a change into pending_, keeping it within the bounds above;
+  // caller holds mu_.
   void AddLocked(const v1::Job& job, const std::vector<v1::JobEvent>& events);
 
   const JobController* const controller_;
@@ -63,6 +67,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::WatchJobRespon
   int64_t subscription_ = 0;
   int64_t last_sequence_ = 0;
   std::optional<v1::WatchJobResponse> pending_;
+  size_t pending_event_bytes_ = 0;  // of pending_'s events
   v1::WatchJobResponse writing_message_;
   bool writing_ = false;
   bool pump_posted_ = false;

@@ -2,11 +2,14 @@
 // store_nodes_checkpoints.cc.
 #include "coordinator/store/store.h"
 
+#include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/proto_time.h"
+#include "common/utf8.h"
 #include "coordinator/store/store_schema.h"
 
 namespace ringmaster::coordinator {
@@ -172,10 +175,14 @@ absl::StatusOr<std::vector<v1::JobEvent>> Store::AppendEventsLocked(const std::s
   int64_t sequence = row ? last.ColumnInt(0) : 0;
   ASSIGN_OR_RETURN(SqliteStatement insert,
                    db_.Prepare("INSERT INTO job_events (job_id, sequence, time_us, from_state, to_state, "
-                               "kind, reason, generation, rank, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                               "kind, reason, generation, rank, node_id, folded) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"));
+  std::set<v1::JobEventKind> kinds;
   for (v1::JobEvent& e : events) {
     e.set_job_id(job_id);
     e.set_sequence(++sequence);
+    e.set_folded(0);
+    kinds.insert(e.kind());
     insert.Reset();
     insert.Bind(1, job_id)
         .Bind(2, e.sequence())
@@ -189,7 +196,44 @@ absl::StatusOr<std::vector<v1::JobEvent>> Store::AppendEventsLocked(const std::s
         .Bind(10, e.node_id());
     RETURN_IF_ERROR(insert.Run());
   }
+  for (v1::JobEventKind kind : kinds) RETURN_IF_ERROR(CompactEventsLocked(job_id, kind));
   return events;
+}
+
+absl::Status Store::CompactEventsLocked(const std::string& job_id, v1::JobEventKind kind) {
+  ASSIGN_OR_RETURN(SqliteStatement count,
+                   db_.Prepare("SELECT COUNT(*) FROM job_events WHERE job_id = ? AND kind = ?"));
+  count.Bind(1, job_id).Bind(2, static_cast<int64_t>(kind));
+  ASSIGN_OR_RETURN(bool counted, count.Step());
+  const int64_t excess = (counted ? count.ColumnInt(0) : 0) - 1 - kEventsKeptPerKind;
+  if (excess <= 0) return absl::OkStatus();
+  // After the first: the `excess` oldest go, and the one after them counts them.
+  ASSIGN_OR_RETURN(SqliteStatement oldest,
+                   db_.Prepare("SELECT sequence, folded FROM job_events WHERE job_id = ? AND kind = ? "
+                               "ORDER BY sequence LIMIT ? OFFSET 1"));
+  oldest.Bind(1, job_id).Bind(2, static_cast<int64_t>(kind)).Bind(3, excess + 1);
+  int64_t first_folded = 0, last_folded = 0, keeper = 0, folded = 0;
+  for (int64_t i = 0; i <= excess; ++i) {
+    ASSIGN_OR_RETURN(bool row, oldest.Step());
+    if (!row) return absl::InternalError(absl::StrCat("store: events of job ", job_id, " changed while compacted"));
+    if (i == 0) first_folded = oldest.ColumnInt(0);
+    if (i < excess) {
+      last_folded = oldest.ColumnInt(0);
+      folded += oldest.ColumnInt(1) + 1;
+    } else {
+      keeper = oldest.ColumnInt(0);
+      folded += oldest.ColumnInt(1);
+    }
+  }
+  ASSIGN_OR_RETURN(SqliteStatement drop,
+                   db_.Prepare("DELETE FROM job_events WHERE job_id = ? AND kind = ? AND sequence >= ? "
+                               "AND sequence <= ?"));
+  drop.Bind(1, job_id).Bind(2, static_cast<int64_t>(kind)).Bind(3, first_folded).Bind(4, last_folded);
+  RETURN_IF_ERROR(drop.Run());
+  ASSIGN_OR_RETURN(SqliteStatement count_in,
+                   db_.Prepare("UPDATE job_events SET folded = ? WHERE job_id = ? AND sequence = ?"));
+  count_in.Bind(1, folded).Bind(2, job_id).Bind(3, keeper);
+  return count_in.Run();
 }
 
 absl::Status Store::InsertPlacementLocked(const std::string& job_id, const v1::Placement& p,
@@ -314,29 +358,68 @@ absl::StatusOr<std::vector<JobRecord>> Store::LoadJobs() {
   return jobs;
 }
 
-absl::StatusOr<std::vector<v1::JobEvent>> Store::LoadEvents(const std::string& job_id,
-                                                           int64_t after_sequence) {
+absl::StatusOr<EventPage> Store::LoadEventPage(const std::string& job_id, const EventPageQuery& query) {
+  const int max_events = std::max(query.max_events, 1);
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   db_.Prepare("SELECT sequence, time_us, from_state, to_state, kind, reason, generation, "
-                               "rank, node_id FROM job_events WHERE job_id = ? AND sequence > ? "
-                               "ORDER BY sequence"));
-  stmt.Bind(1, job_id).Bind(2, after_sequence);
-  std::vector<v1::JobEvent> events;
+                   db_.Prepare("SELECT sequence, time_us, from_state, to_state, kind, substr(reason, 1, ?), "
+                               "length(CAST(reason AS BLOB)), generation, rank, node_id, folded FROM job_events "
+                               "WHERE job_id = ? AND sequence > ? AND sequence < ? ORDER BY sequence DESC LIMIT ?"));
+  stmt.Bind(1, static_cast<int64_t>(kMaxStoredEventReasonBytes))
+      .Bind(2, job_id)
+      .Bind(3, query.after_sequence)
+      .Bind(4, query.before_sequence > 0 ? query.before_sequence : INT64_MAX)
+      .Bind(5, int64_t{max_events} + 1);
+  EventPage page;
+  size_t bytes = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    v1::JobEvent& e = events.emplace_back();
+    v1::JobEvent e;
     e.set_job_id(job_id);
     e.set_sequence(stmt.ColumnInt(0));
     *e.mutable_time() = FromMicros(stmt.ColumnInt(1));
     e.set_from_state(static_cast<v1::JobState>(stmt.ColumnInt(2)));
     e.set_to_state(static_cast<v1::JobState>(stmt.ColumnInt(3)));
     e.set_kind(static_cast<v1::JobEventKind>(stmt.ColumnInt(4)));
-    e.set_reason(stmt.ColumnText(5));
-    e.set_generation(stmt.ColumnInt(6));
-    e.set_rank(static_cast<int32_t>(stmt.ColumnInt(7)));
-    e.set_node_id(stmt.ColumnText(8));
+    // At most kMaxStoredEventReasonBytes characters read; cut to as many bytes.
+    std::string reason = stmt.ColumnText(5);
+    if (static_cast<size_t>(stmt.ColumnInt(6)) > kMaxStoredEventReasonBytes) {
+      reason.resize(Utf8SafePrefix(reason, kMaxStoredEventReasonBytes - 16));
+      reason += " [... cut]";
+    }
+    e.set_reason(std::move(reason));
+    e.set_generation(stmt.ColumnInt(7));
+    e.set_rank(static_cast<int32_t>(stmt.ColumnInt(8)));
+    e.set_node_id(stmt.ColumnText(9));
+    e.set_folded(stmt.ColumnInt(10));
+    const size_t size = e.ByteSizeLong() + 8;  // and its framing in a repeated field
+    const bool full = static_cast<int>(page.events.size()) == max_events;
+    if (full || (!page.events.empty() && bytes + size > query.max_bytes)) {
+      page.more = true;
+      break;
+    }
+    bytes += size;
+    page.events.push_back(std::move(e));
+  }
+  std::reverse(page.events.begin(), page.events.end());
+  return page;
+}
+
+absl::StatusOr<std::vector<v1::JobEvent>> Store::LoadEvents(const std::string& job_id, int64_t after_sequence) {
+  std::vector<std::vector<v1::JobEvent>> pages;  // newest first
+  EventPageQuery query;
+  query.after_sequence = after_sequence;
+  query.max_events = 1000;
+  while (true) {
+    ASSIGN_OR_RETURN(EventPage page, LoadEventPage(job_id, query));
+    if (!page.events.empty()) query.before_sequence = page.events.front().sequence();
+    pages.push_back(std::move(page.events));
+    if (!page.more) break;
+  }
+  std::vector<v1::JobEvent> events;
+  for (auto it = pages.rbegin(); it != pages.rend(); ++it) {
+    for (v1::JobEvent& e : *it) events.push_back(std::move(e));
   }
   return events;
 }

@@ -20,6 +20,12 @@
 // FAILED_PRECONDITION at Open for a schema newer than this binary, NOT_FOUND
 // for an unknown job in UpdateJob / LoadPlacement.
 //
+// Timelines are bounded: of each event kind a job keeps its first event and
+// the newest kEventsKeptPerKind; appending one more deletes the oldest of
+// those newest ones and adds it (and what it had folded) to `folded` of the
+// next one of its kind, in the same transaction. Reads of a timeline come in
+// pages (LoadEventPage), each under the mutex for that page only.
+//
 // Thread-safe: one connection, serialized by an internal mutex.
 
 #include <cstdint>
@@ -38,6 +44,29 @@
 #include "proto/node.pb.h"
 
 namespace ringmaster::coordinator {
+
+// Of each event kind, a job's timeline keeps the first event and this many
+// newest (proto/job.proto, JobEvent).
+inline constexpr int kEventsKeptPerKind = 32;
+// An event's reason as read back: longer ones (an older coordinator stored
+// them unbounded) are cut to this many bytes.
+inline constexpr size_t kMaxStoredEventReasonBytes = 2048;
+
+// Which page of a job's timeline to read (Store::LoadEventPage).
+struct EventPageQuery {
+  int64_t after_sequence = 0;   // only events with a larger sequence
+  int64_t before_sequence = 0;  // only events with a smaller sequence; 0: no bound
+  int max_events = 100;         // >= 1
+  size_t max_bytes = size_t{1} << 20;  // serialized events; the first event always fits
+};
+
+// The newest events matching an EventPageQuery that fit, oldest first.
+struct EventPage {
+  std::vector<v1::JobEvent> events;
+  // Matching events older than events.front() were left out (the page was
+  // full): read them with before_sequence = events.front().sequence().
+  bool more = false;
+};
 
 struct StoreOptions {
   // The database file (created if absent; its directory must exist).
@@ -115,7 +144,11 @@ class Store {
   // finished jobs). Unknown ids are ignored.
   absl::Status DeleteJobs(const std::vector<std::string>& job_ids);
   absl::StatusOr<std::vector<JobRecord>> LoadJobs();
-  // A job's events with sequence > after_sequence, in order.
+  // One page of a job's timeline (see EventPageQuery); the mutex is held for
+  // that page only.
+  absl::StatusOr<EventPage> LoadEventPage(const std::string& job_id, const EventPageQuery& query);
+  // A job's events with sequence > after_sequence, in order: LoadEventPage
+  // page after page (the timeline is bounded, so this is too).
   absl::StatusOr<std::vector<v1::JobEvent>> LoadEvents(const std::string& job_id, int64_t after_sequence);
   // One generation's placement; NOT_FOUND if that generation was never placed.
   absl::StatusOr<v1::Placement> LoadPlacement(const std::string& job_id, int64_t generation);
@@ -150,6 +183,9 @@ class Store {
   // Helpers; the caller holds mu_ and an open transaction.
   absl::StatusOr<std::vector<v1::JobEvent>> AppendEventsLocked(const std::string& job_id,
                                                                std::vector<v1::JobEvent> events);
+  // Folds the job's events of `kind` beyond the first and the newest
+  // kEventsKeptPerKind (see above).
+  absl::Status CompactEventsLocked(const std::string& job_id, v1::JobEventKind kind);
   absl::Status InsertPlacementLocked(const std::string& job_id, const v1::Placement& placement,
                                      int64_t created_us);
   absl::StatusOr<v1::Placement> LoadPlacementLocked(const std::string& job_id, int64_t generation);

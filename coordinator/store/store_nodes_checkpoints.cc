@@ -24,6 +24,8 @@ v1::NodeInfo StoredNodeFields(const v1::NodeInfo& node) {
   out.set_cordoned_by(node.cordoned_by());
   out.set_cordon_reason(node.cordon_reason());
   out.set_draining(node.draining());
+  out.set_client_identity(node.client_identity());
+  out.set_credential_sha256(node.credential_sha256());
   return out;
 }
 

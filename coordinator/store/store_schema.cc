@@ -126,6 +126,30 @@ constexpr absl::string_view kSchemaV4 = R"sql(
 ALTER TABLE jobs ADD COLUMN submitted BLOB;
 )sql";
 
+// Version 5: bounded timelines (store.h, kEventsKeptPerKind). Of each kind a
+// job keeps its first event and the newest 32; the ones between are deleted
+// and counted in `folded` of the oldest kept one after them. Histories an
+// older coordinator let grow (one event per checkpoint commit, for months)
+// are compacted here, in the migration's transaction.
+constexpr absl::string_view kSchemaV5 = R"sql(
+ALTER TABLE job_events ADD COLUMN folded INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX job_events_by_kind ON job_events(job_id, kind, sequence);
+CREATE TEMP TABLE events_to_fold AS
+  SELECT job_id, sequence, n, total FROM (
+    SELECT job_id, sequence,
+           ROW_NUMBER() OVER (PARTITION BY job_id, kind ORDER BY sequence) AS n,
+           COUNT(*) OVER (PARTITION BY job_id, kind) AS total
+    FROM job_events)
+  WHERE total > 33 AND n >= 2 AND n <= total - 31;
+UPDATE job_events SET folded = (
+    SELECT f.total - 33 FROM events_to_fold f
+    WHERE f.job_id = job_events.job_id AND f.sequence = job_events.sequence)
+  WHERE (job_id, sequence) IN (SELECT job_id, sequence FROM events_to_fold WHERE n = total - 31);
+DELETE FROM job_events
+  WHERE (job_id, sequence) IN (SELECT job_id, sequence FROM events_to_fold WHERE n <= total - 32);
+DROP TABLE events_to_fold;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& StoreMigrations() {
@@ -134,6 +158,7 @@ const std::vector<Migration>& StoreMigrations() {
       {2, "indexes: rank assignments by node, jobs by state", kSchemaV2},
       {3, "checkpoints: whole_model, damage", kSchemaV3},
       {4, "jobs: submitted spec", kSchemaV4},
+      {5, "job_events: bounded per kind (folded), compacted", kSchemaV5},
   };
   return *migrations;
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_security.h"
 #include "common/proto_time.h"
 #include "coordinator/testing/test_util.h"
 
@@ -31,17 +32,23 @@ grpc::Status FakeWorker::Register(const std::vector<v1::RunningRank>& running) {
   *request.mutable_node() = node_;
   request.mutable_node()->set_node_id(node_id_);
   for (const v1::RunningRank& r : running) *request.add_running_ranks() = r;
-  grpc::Status status = stub_->Register(Context().get(), request, &registration_);
+  grpc::Status status = stub_->Register(NodeContext().get(), request, &registration_);
   if (status.ok()) {
     node_id_ = registration_.node_id();
     session_id_ = registration_.session_id();
+    if (!registration_.credential().empty()) credential_ = registration_.credential();
   }
   return status;
 }
 
+std::unique_ptr<grpc::ClientContext> FakeWorker::NodeContext(absl::Duration timeout) const {
+  std::unique_ptr<grpc::ClientContext> context = Context(timeout);
+  if (!credential_.empty()) context->AddMetadata(kNodeCredentialHeader, credential_);
+  return context;
+}
+
 bool FakeWorker::Open(std::optional<int64_t> session_id) {
-  session_context_ = std::make_unique<grpc::ClientContext>();
-  session_context_->set_deadline(absl::ToChronoTime(absl::Now() + absl::Minutes(2)));
+  session_context_ = NodeContext(absl::Minutes(2));
   stream_ = stub_->Session(session_context_.get());
   reader_ = std::thread([this] { ReadLoop(); });
   v1::WorkerMessage open;
@@ -138,7 +145,7 @@ grpc::Status FakeWorker::ReportExit(const std::string& job_id, int64_t generatio
   request.set_global_rank(rank);
   request.set_exit_code(exit_code);
   v1::ReportRankExitResponse response;
-  return stub_->ReportRankExit(Context().get(), request, &response);
+  return stub_->ReportRankExit(NodeContext().get(), request, &response);
 }
 
 // ---- CoordinatorFixture ----

@@ -35,7 +35,9 @@ inline constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
 std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = kRpcTimeout);
 
 // The worker's end of NodeService: Register, one Session stream (a reader
-// thread queues what the coordinator sends), ReportRankExit, PushLogs.
+// thread queues what the coordinator sends), ReportRankExit, PushLogs. Like a
+// worker, it keeps the credential its first registration got and sends it
+// with each of its calls; NodeContext() gives other calls the same.
 class FakeWorker {
  public:
   FakeWorker(std::shared_ptr<grpc::Channel> channel, v1::NodeInfo node);
@@ -60,8 +62,13 @@ class FakeWorker {
   // Waits for the stream to end (after WritesDone if `close`); its status.
   grpc::Status Finish(bool close = true);
   grpc::Status ReportExit(const std::string& job_id, int64_t generation, int32_t rank, int32_t exit_code);
+  // A context (deadline `timeout`) carrying this node's credential: for
+  // RendezvousService, CheckpointService and PushLogs calls made as this node.
+  std::unique_ptr<grpc::ClientContext> NodeContext(absl::Duration timeout = kRpcTimeout) const;
 
   const std::string& node_id() const { return node_id_; }
+  const std::string& credential() const { return credential_; }
+  void set_credential(const std::string& credential) { credential_ = credential; }
   int64_t session_id() const { return session_id_; }
   const v1::RegisterNodeResponse& registration() const { return registration_; }
 
@@ -72,6 +79,7 @@ class FakeWorker {
   v1::NodeInfo node_;
   std::string node_id_;
   int64_t session_id_ = 0;
+  std::string credential_;  // the node's, once issued
   v1::RegisterNodeResponse registration_;
 
   std::unique_ptr<grpc::ClientContext> session_context_;

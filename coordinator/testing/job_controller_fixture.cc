@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/checkpoint_layout.h"
 
 namespace ringmaster::coordinator::testing {
 
@@ -144,7 +145,9 @@ ShardCommit JobControllerFixture::CheckpointCommit(const std::string& job_id, in
   c.job_id = job_id;
   c.generation = generation < 0 ? MustGet(job_id).generation() : generation;
   c.step = step;
-  c.path = absl::StrCat("/ckpt/", job_id, "/step-", step);
+  // Where the coordinator put the generation (its root is /ckpt): any other
+  // path is refused.
+  c.path = CheckpointStepDir(CheckpointGenerationDir("/ckpt", job_id, c.generation), step);
   c.files.resize(1);
   c.files[0].set_path("model.safetensors");
   c.files[0].set_size_bytes(100);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "common/beneath.h"
 
 namespace ringmaster::engine {
 
@@ -62,6 +63,14 @@ absl::Status DurableFileWriter::Open(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status DurableFileWriter::OpenAt(int dir_fd, const std::string& dir_path, const std::string& name) {
+  path_ = dir_path + "/" + name;
+  absl::StatusOr<UniqueFd> fd = OpenEntry(dir_fd, dir_path, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (!fd.ok()) return fd.status();
+  fd_ = fd->release();
+  return absl::OkStatus();
+}
+
 absl::Status DurableFileWriter::Append(const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
   size_t left = size;
@@ -95,9 +104,15 @@ absl::StatusOr<FileDigest> WriteFileDurably(const std::string& path, absl::strin
   return writer.Finish();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open", path, errno);
+absl::StatusOr<FileDigest> WriteFileDurablyAt(int dir_fd, const std::string& dir_path, const std::string& name,
+                                              absl::string_view contents) {
+  DurableFileWriter writer;
+  if (absl::Status status = writer.OpenAt(dir_fd, dir_path, name); !status.ok()) return status;
+  if (absl::Status status = writer.Append(contents); !status.ok()) return status;
+  return writer.Finish();
+}
+
+absl::StatusOr<std::string> ReadFd(int fd, const std::string& path) {
   std::string out;
   struct stat info;
   if (::fstat(fd, &info) == 0 && info.st_size > 0) out.reserve(static_cast<size_t>(info.st_size));
@@ -106,15 +121,25 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int error = errno;
-      ::close(fd);
-      return ErrnoError("read", path, error);
+      return ErrnoError("read", path, errno);
     }
     if (n == 0) break;
     out.append(buffer, static_cast<size_t>(n));
   }
-  ::close(fd);
   return out;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open", path, errno);
+  UniqueFd owned(fd);
+  return ReadFd(fd, path);
+}
+
+absl::StatusOr<std::string> ReadFileAt(int dir_fd, const std::string& dir_path, const std::string& name) {
+  absl::StatusOr<UniqueFd> fd = OpenEntry(dir_fd, dir_path, name, O_RDONLY);
+  if (!fd.ok()) return fd.status();
+  return ReadFd(fd->get(), dir_path + "/" + name);
 }
 
 absl::Status FsyncDirectory(const std::string& path) {

@@ -4,7 +4,9 @@
 // POSIX file helpers for durable writes: every error is a Status that names
 // the operation, the path and errno, with the code absl::ErrnoToStatusCode
 // gives (ENOSPC -> RESOURCE_EXHAUSTED, EACCES -> PERMISSION_DENIED, ENOENT ->
-// NOT_FOUND, ...). SHA-256 comes from libcrypto.
+// NOT_FOUND, ...). SHA-256 comes from libcrypto. The *At forms open one entry
+// of an open directory without following it if it is a symbolic link
+// (PERMISSION_DENIED naming it; common/beneath.h).
 
 #include <cstdint>
 #include <string>
@@ -54,6 +56,9 @@ class DurableFileWriter {
   DurableFileWriter& operator=(const DurableFileWriter&) = delete;
 
   absl::Status Open(const std::string& path);
+  // Creates the new file `name` (O_EXCL, not through a link) in the open
+  // directory `dir_fd`, whose path is `dir_path` (for messages).
+  absl::Status OpenAt(int dir_fd, const std::string& dir_path, const std::string& name);
   absl::Status Append(const void* data, size_t size);
   absl::Status Append(absl::string_view data) { return Append(data.data(), data.size()); }
   absl::StatusOr<FileDigest> Finish();
@@ -67,9 +72,16 @@ class DurableFileWriter {
 
 // Open, Append(contents), Finish.
 absl::StatusOr<FileDigest> WriteFileDurably(const std::string& path, absl::string_view contents);
+// OpenAt, Append(contents), Finish.
+absl::StatusOr<FileDigest> WriteFileDurablyAt(int dir_fd, const std::string& dir_path, const std::string& name,
+                                              absl::string_view contents);
 
 // The whole file.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The whole file `name` of the open directory `dir_fd` (not through a link).
+absl::StatusOr<std::string> ReadFileAt(int dir_fd, const std::string& dir_path, const std::string& name);
+// The rest of the open file `fd` (`path` for messages).
+absl::StatusOr<std::string> ReadFd(int fd, const std::string& path);
 
 // fsync on a directory, so that entries created, renamed or removed in it are durable.
 absl::Status FsyncDirectory(const std::string& path);

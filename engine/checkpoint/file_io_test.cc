@@ -1,6 +1,10 @@
 #include "engine/checkpoint/file_io.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -48,6 +52,29 @@ TEST(FileIoTest, ErrorsNameThePathAndErrno) {
   EXPECT_EQ(ReadFile(missing).status(),
             absl::NotFoundError("open " + missing + ": No such file or directory (errno 2)"));
   EXPECT_EQ(FsyncDirectory(missing), absl::NotFoundError("open " + missing + ": No such file or directory (errno 2)"));
+}
+
+// The *At forms never go through a link: a planted one is PERMISSION_DENIED
+// and what it points at is neither created, written nor read.
+TEST(FileIoTest, AtFormsRefuseALink) {
+  const std::string dir = TempPath("at-forms");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteFileDurably(TempPath("at-target"), "secret").ok());
+  std::filesystem::create_symlink(TempPath("at-target"), dir + "/link");
+  std::filesystem::create_symlink(TempPath("at-new-target"), dir + "/dangling");
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  absl::StatusOr<FileDigest> written = WriteFileDurablyAt(fd, dir, "plain", "x");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(*ReadFileAt(fd, dir, "plain"), "x");
+  EXPECT_EQ(ReadFileAt(fd, dir, "link").status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(WriteFileDurablyAt(fd, dir, "dangling", "x").status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_FALSE(std::filesystem::exists(TempPath("at-new-target")));
+  // A new file only: an existing one is not overwritten.
+  EXPECT_EQ(WriteFileDurablyAt(fd, dir, "plain", "y").status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(*ReadFile(TempPath("at-target")), "secret");
+  ::close(fd);
 }
 
 TEST(FileIoTest, FullDiskIsResourceExhausted) {

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "engine/data/data_file.h"
 
 namespace ringmaster::engine {
 namespace {
@@ -22,9 +23,17 @@ uint32_t BigEndian32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-absl::StatusOr<std::string> ReadGzipOrPlain(const std::string& path) {
+absl::StatusOr<std::string> ReadGzipOrPlain(const std::string& path, const std::string& root) {
   errno = 0;
-  gzFile file = gzopen(path.c_str(), "rb");
+  gzFile file = nullptr;
+  if (root.empty()) {
+    file = gzopen(path.c_str(), "rb");
+  } else {
+    absl::StatusOr<UniqueFd> fd = OpenDataFile(path, root);
+    if (!fd.ok()) return fd.status();
+    file = gzdopen(fd->get(), "rb");
+    if (file != nullptr) fd->release();  // gzclose closes it
+  }
   if (file == nullptr) {
     int error = errno;
     return absl::NotFoundError(absl::StrFormat("%s: cannot open: %s (errno %d)", path, std::strerror(error), error));
@@ -101,8 +110,8 @@ absl::StatusOr<IdxArray> ParseIdx(const std::string& name, absl::string_view byt
   return array;
 }
 
-absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadGzipOrPlain(path);
+absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path, const std::string& root) {
+  absl::StatusOr<std::string> bytes = ReadGzipOrPlain(path, root);
   if (!bytes.ok()) return bytes.status();
   return ParseIdx(path, *bytes);
 }

@@ -21,11 +21,13 @@ struct IdxArray {
   std::vector<uint8_t> data;  // product(dims) bytes, row-major
 };
 
-// Reads and validates an IDX file. Errors name the file and the problem:
-// NOT_FOUND (cannot open), DATA_LOSS (gzip error, bad magic, truncated header
-// or data, bytes after the data), INVALID_ARGUMENT (element type other than
-// unsigned byte).
-absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
+// Reads and validates an IDX file, opened beneath the data root `root`
+// when one is given (engine/data/data_file.h). Errors name the file and the
+// problem: NOT_FOUND (cannot open), PERMISSION_DENIED (outside the root, or
+// through a link that leads out of it), DATA_LOSS (gzip error, bad magic,
+// truncated header or data, bytes after the data), INVALID_ARGUMENT (element
+// type other than unsigned byte).
+absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path, const std::string& root = "");
 
 // Parses the decompressed contents of an IDX file; `name` prefixes errors.
 absl::StatusOr<IdxArray> ParseIdx(const std::string& name, absl::string_view bytes);

@@ -62,11 +62,12 @@ void ImageDataset::Get(int64_t index, int64_t slot, Batch* batch) const {
   batch->targets.i32()[slot] = labels_[index];
 }
 
-absl::StatusOr<std::unique_ptr<ImageDataset>> LoadFashionMnist(const std::string& dir, FashionMnistSplit split) {
+absl::StatusOr<std::unique_ptr<ImageDataset>> LoadFashionMnist(const std::string& dir, FashionMnistSplit split,
+                                                               const std::string& root) {
   const std::string images_path = FashionMnistPath(dir, split, "images-idx3");
   const std::string labels_path = FashionMnistPath(dir, split, "labels-idx1");
-  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(images_path));
-  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(labels_path));
+  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(images_path, root));
+  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(labels_path, root));
   if (images.dims.size() != 3 || images.dims[1] != 28 || images.dims[2] != 28) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: dimensions [%s], expected [N, 28, 28]", images_path, absl::StrJoin(images.dims, ", ")));

@@ -53,10 +53,13 @@ class ImageDataset : public Dataset {
 };
 
 // Reads {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz from `dir` (usually
-// kFashionMnistDir). Errors name the file: NOT_FOUND if missing, DATA_LOSS if
+// kFashionMnistDir), beneath the data root `root` when one is given
+// (engine/data/data_file.h). Errors name the file: NOT_FOUND if missing,
+// PERMISSION_DENIED if reached through a link out of the root, DATA_LOSS if
 // corrupt, INVALID_ARGUMENT if image and label files disagree (counts, shapes,
 // labels outside [0, 10)).
-absl::StatusOr<std::unique_ptr<ImageDataset>> LoadFashionMnist(const std::string& dir, FashionMnistSplit split);
+absl::StatusOr<std::unique_ptr<ImageDataset>> LoadFashionMnist(const std::string& dir, FashionMnistSplit split,
+                                                               const std::string& root = "");
 
 // `size` random images and labels, generated on demand from (seed, index):
 // uniform 8-bit pixels normalised with the Fashion-MNIST constants, labels

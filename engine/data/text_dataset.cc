@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "engine/checkpoint/file_io.h"
+#include "engine/data/data_file.h"
 #include "engine/core/check.h"
 #include "engine/data/random.h"
 
@@ -68,12 +69,14 @@ void ByteTextDataset::Get(int64_t index, int64_t slot, Batch* batch) const {
   }
 }
 
-absl::StatusOr<ByteTextSplits> LoadByteText(const std::string& path, const ByteTextOptions& options) {
+absl::StatusOr<ByteTextSplits> LoadByteText(const std::string& path, const ByteTextOptions& options,
+                                            const std::string& root) {
   if (!(options.held_out_fraction > 0 && options.held_out_fraction < 1)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: held-out fraction %g is outside (0, 1)", path, options.held_out_fraction));
   }
-  ASSIGN_OR_RETURN(std::string contents, ReadFile(path));
+  ASSIGN_OR_RETURN(UniqueFd fd, OpenDataFile(path, root));
+  ASSIGN_OR_RETURN(std::string contents, ReadFd(fd.get(), path));
   auto text = std::make_shared<const std::string>(std::move(contents));
   const int64_t total = static_cast<int64_t>(text->size());
   const int64_t held_out = static_cast<int64_t>(std::floor(total * options.held_out_fraction));

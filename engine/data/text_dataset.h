@@ -61,10 +61,13 @@ struct ByteTextSplits {
   std::unique_ptr<ByteTextDataset> held_out;  // the last part
 };
 
-// Reads the file at `path` (any bytes) and splits it. Errors name the file:
-// NOT_FOUND / PERMISSION_DENIED etc. from opening it, INVALID_ARGUMENT if a
-// split has fewer than context + 1 bytes or the options are out of range.
-absl::StatusOr<ByteTextSplits> LoadByteText(const std::string& path, const ByteTextOptions& options);
+// Reads the file at `path` (any bytes), beneath the data root `root` when
+// one is given (engine/data/data_file.h), and splits it. Errors name the file:
+// NOT_FOUND / PERMISSION_DENIED etc. from opening it (PERMISSION_DENIED also
+// for a link out of the root), INVALID_ARGUMENT if a split has fewer than
+// context + 1 bytes or the options are out of range.
+absl::StatusOr<ByteTextSplits> LoadByteText(const std::string& path, const ByteTextOptions& options,
+                                            const std::string& root = "");
 
 // `size` windows of uniformly random tokens in [0, vocab_size), generated on
 // demand from (seed, index). Uses no memory per sample.

@@ -43,12 +43,18 @@ int64_t PeakRssBytes() {
 
 std::unique_ptr<AgentClient> AgentClient::Connect(const v1::RankContext& context, absl::Duration interval) {
   if (context.agent().empty()) return nullptr;
-  return std::unique_ptr<AgentClient>(new AgentClient(context.agent(), context.job_id(), context.generation(),
-                                                      context.rank().global_rank(), interval));
+  return std::unique_ptr<AgentClient>(new AgentClient(
+      context.agent(), context.job_id(), context.generation(), context.rank().global_rank(), interval,
+      std::vector<std::string>(context.checkpoint_roots().begin(), context.checkpoint_roots().end())));
 }
 
-AgentClient::AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval)
-    : job_(std::move(job)), generation_(generation), rank_(rank), interval_(interval) {
+AgentClient::AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval,
+                         std::vector<std::string> checkpoint_roots)
+    : job_(std::move(job)),
+      generation_(generation),
+      rank_(rank),
+      interval_(interval),
+      checkpoint_roots_(std::move(checkpoint_roots)) {
   auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   agent_ = v1::AgentService::NewStub(channel);
   checkpoints_ = v1::CheckpointService::NewStub(channel);
@@ -202,7 +208,8 @@ absl::Status AgentClient::ReportDamaged(const v1::CheckpointInfo& checkpoint, co
 }
 
 absl::Status AgentClient::Commit(v1::CommitCheckpointRequest request, const std::string& path) {
-  ASSIGN_OR_RETURN(Manifest manifest, VerifyCheckpoint(path));
+  ASSIGN_OR_RETURN(std::string root, CheckpointRootFor(path, checkpoint_roots_));
+  ASSIGN_OR_RETURN(Manifest manifest, VerifyCheckpoint(path, root));
   request.set_job_id(job_);
   request.set_generation(generation_);
   request.set_path(path);
@@ -222,7 +229,9 @@ absl::Status AgentClient::Commit(v1::CommitCheckpointRequest request, const std:
   v1::CommitCheckpointResponse response;
   RETURN_IF_ERROR(RetryUnavailable(absl::StrCat("commit of checkpoint ", path),
                                    [&](grpc::ClientContext* c) { return checkpoints_->Commit(c, request, &response); }));
-  // Pruned checkpoints lie in this job's directory: <job dir>/gen-<g>/step-<n>.
+  // Pruned checkpoints lie in this job's directory: <job dir>/gen-<g>/step-<n>
+  // (the coordinator hands out no other), removed beneath their root without
+  // following a link.
   const std::filesystem::path generation_dir = std::filesystem::path(path).parent_path();
   const std::filesystem::path job_dir = generation_dir.parent_path();
   for (const std::string& pruned : response.prune_paths()) {
@@ -231,14 +240,17 @@ absl::Status AgentClient::Commit(v1::CommitCheckpointRequest request, const std:
       spdlog::warn("not pruning {}: outside the job's checkpoint directory {}", pruned, job_dir.string());
       continue;
     }
-    if (absl::Status s = RemoveCheckpoint(pruned); !s.ok()) {
-      spdlog::warn("could not remove pruned checkpoint: {}", s.ToString());
+    absl::StatusOr<std::string> pruned_root = CheckpointRootFor(pruned, checkpoint_roots_);
+    absl::Status removed = pruned_root.ok() ? RemoveCheckpoint(pruned, *pruned_root) : pruned_root.status();
+    if (!removed.ok()) {
+      spdlog::warn("could not remove pruned checkpoint: {}", removed.ToString());
       continue;
     }
     // An older generation's directory goes with its last checkpoint.
-    std::error_code ec;
-    if (pruned_generation != generation_dir && std::filesystem::is_empty(pruned_generation, ec)) {
-      std::filesystem::remove(pruned_generation, ec);
+    if (pruned_generation != generation_dir) {
+      if (absl::Status s = RemoveEmptyDirectory(pruned_generation.string(), *pruned_root); !s.ok()) {
+        spdlog::warn("could not remove {}: {}", pruned_generation.string(), s.ToString());
+      }
     }
   }
   return absl::OkStatus();

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -68,7 +69,8 @@ class AgentClient {
   int64_t generation() const { return generation_; }
 
  private:
-  AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval);
+  AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval,
+              std::vector<std::string> checkpoint_roots);
   void SendLoop();
   absl::Status Commit(v1::CommitCheckpointRequest request, const std::string& path);
   // Runs `call` until it is answered, retrying (training paused) for up to
@@ -79,6 +81,9 @@ class AgentClient {
   const int64_t generation_;
   const int rank_;
   const absl::Duration interval_;
+  // RankContext.checkpoint_roots: what a commit verifies and what it prunes
+  // are opened beneath them, never through a link.
+  const std::vector<std::string> checkpoint_roots_;
   std::unique_ptr<v1::AgentService::Stub> agent_;
   std::unique_ptr<v1::CheckpointService::Stub> checkpoints_;
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/beneath.h"
 #include "common/rank_layout.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -76,6 +77,19 @@ absl::Status ValidateRankContext(const v1::RankContext& c) {
   }
   if (!c.checkpoint_dir().empty() && c.checkpoint_dir()[0] != '/') {
     return Invalid("checkpoint_dir", absl::StrCat("must be absolute, got \"", c.checkpoint_dir(), "\""));
+  }
+  for (int i = 0; i < c.checkpoint_roots_size(); ++i) {
+    if (c.checkpoint_roots(i).empty() || c.checkpoint_roots(i)[0] != '/') {
+      return Invalid(absl::StrCat("checkpoint_roots[", i, "]"),
+                     absl::StrCat("must be absolute, got \"", c.checkpoint_roots(i), "\""));
+    }
+  }
+  if (!c.checkpoint_dir().empty() && c.checkpoint_roots_size() > 0 &&
+      !RootOf(c.checkpoint_dir(), {c.checkpoint_roots().begin(), c.checkpoint_roots().end()}).has_value()) {
+    return Invalid("checkpoint_dir", absl::StrCat("\"", c.checkpoint_dir(), "\" is not beneath any of checkpoint_roots"));
+  }
+  if (!c.data_root().empty() && c.data_root()[0] != '/') {
+    return Invalid("data_root", absl::StrCat("must be absolute, got \"", c.data_root(), "\""));
   }
   if (!c.agent().empty() && c.generation() < 1) {
     return Invalid("generation", absl::StrCat("must be >= 1 under a worker, got ", c.generation()));
@@ -159,6 +173,17 @@ absl::StatusOr<v1::RankContext> RankContextForHandStart(v1::JobSpec spec, const 
   *c.mutable_spec() = std::move(spec);
   RETURN_IF_ERROR(ValidateRankContext(c));
   return c;
+}
+
+std::vector<ManifestEntry> CommittedFiles(const v1::CheckpointInfo& checkpoint) {
+  std::vector<ManifestEntry> files;
+  for (const v1::CheckpointShard& shard : checkpoint.shards()) {
+    for (const v1::CheckpointFile& f : shard.files()) {
+      const bool sha256 = f.checksum().algorithm() == v1::FileChecksum::SHA256;
+      files.push_back({f.path(), f.size_bytes(), sha256 ? f.checksum().hex() : std::string()});
+    }
+  }
+  return files;
 }
 
 int CudaOrdinal(const v1::RankContext& context) {

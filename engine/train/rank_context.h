@@ -8,8 +8,10 @@
 // hands it down as a value; nothing below main reads the environment.
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/checkpoint/checkpoint_files.h"
 #include "proto/job_spec.pb.h"
 #include "proto/rank_context.pb.h"
 
@@ -50,6 +52,11 @@ absl::StatusOr<v1::RankContext> RankContextForHandStart(v1::JobSpec spec, const 
 // The CUDA device ordinal (among the visible ones) the rank trains on: 0 when
 // its GPU is pinned, else its local rank.
 int CudaOrdinal(const v1::RankContext& context);
+
+// A committed checkpoint's files as the coordinator recorded them (every
+// shard's; TrainerOptions.resume_recorded_files). A file recorded with
+// another checksum than SHA-256 has none here, so it never verifies.
+std::vector<ManifestEntry> CommittedFiles(const v1::CheckpointInfo& checkpoint);
 
 }  // namespace ringmaster::engine
 

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "google/protobuf/util/json_util.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace ringmaster::engine {
@@ -31,6 +32,9 @@ v1::RankContext WorkerContext() {
   c.mutable_rendezvous()->set_address("grpc:unix:/run/agent.sock");
   c.set_agent("unix:/run/agent.sock");
   c.set_checkpoint_dir("/ckpt/j-3/gen-2");
+  c.add_checkpoint_roots("/shared");
+  c.add_checkpoint_roots("/ckpt");
+  c.set_data_root("/data");
   return c;
 }
 
@@ -48,6 +52,8 @@ TEST(RankContextTest, AWorkersContextIsReadBack) {
   EXPECT_EQ(read->rank().global_rank(), 5);
   EXPECT_EQ(read->rank().pipeline_rank(), 1);
   EXPECT_EQ(read->checkpoint_dir(), "/ckpt/j-3/gen-2");
+  EXPECT_EQ(read->checkpoint_roots(1), "/ckpt");
+  EXPECT_EQ(read->data_root(), "/data");
 }
 
 TEST(RankContextTest, ErrorsNameTheFileAndTheField) {
@@ -85,6 +91,11 @@ TEST(RankContextTest, InconsistentContextsAreRefused) {
       {[](v1::RankContext& c) { c.mutable_rendezvous()->set_address("udp:x"); },
        "rendezvous.address: expected grpc:ADDRESS, file:DIR or tcp:HOST:PORT, got \"udp:x\""},
       {[](v1::RankContext& c) { c.set_checkpoint_dir("ckpt"); }, "checkpoint_dir: must be absolute, got \"ckpt\""},
+      {[](v1::RankContext& c) { c.set_checkpoint_dir("/ckpt/../etc/j-3/gen-2"); },
+       "checkpoint_dir: \"/ckpt/../etc/j-3/gen-2\" is not beneath any of checkpoint_roots"},
+      {[](v1::RankContext& c) { c.set_checkpoint_roots(0, "shared"); },
+       "checkpoint_roots[0]: must be absolute, got \"shared\""},
+      {[](v1::RankContext& c) { c.set_data_root("data"); }, "data_root: must be absolute, got \"data\""},
       {[](v1::RankContext& c) { c.set_generation(0); }, "generation: must be >= 1 under a worker, got 0"},
   };
   ASSERT_TRUE(ValidateRankContext(WorkerContext()).ok());
@@ -95,6 +106,23 @@ TEST(RankContextTest, InconsistentContextsAreRefused) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << test.message;
     EXPECT_EQ(status.message(), test.message);
   }
+}
+
+TEST(RankContextTest, CommittedFilesAreTheCoordinatorsRecordOfEveryShard) {
+  v1::CheckpointInfo info;
+  for (int stage = 0; stage < 2; ++stage) {
+    v1::CheckpointFile* f = info.add_shards()->add_files();
+    f->set_path(absl::StrCat("stage-", stage, ".safetensors"));
+    f->set_size_bytes(10 + stage);
+    f->mutable_checksum()->set_algorithm(stage == 0 ? v1::FileChecksum::SHA256 : v1::FileChecksum::CRC32);
+    f->mutable_checksum()->set_hex(stage == 0 ? std::string(64, 'a') : "0badf00d");
+  }
+  const std::vector<ManifestEntry> files = CommittedFiles(info);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].name, "stage-0.safetensors");
+  EXPECT_EQ(files[0].size, 10);
+  EXPECT_EQ(files[0].sha256, std::string(64, 'a'));
+  EXPECT_EQ(files[1].sha256, "");  // not a SHA-256: never verifies
 }
 
 v1::JobSpec Spec(int data, int pipeline, int ranks_per_node = 1) {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/checkpoint/checkpoint_files.h"
 #include "engine/core/backend.h"
 #include "engine/data/data_loader.h"
 #include "engine/data/dataset.h"
@@ -97,6 +98,17 @@ struct TrainerOptions {
   // (the coordinator's commit answer says what to prune). Unset: resume from
   // the newest good checkpoint of checkpoint_dir, keep checkpoint.keep.
   std::optional<std::string> resume_from;
+  // resume_from's files as the coordinator recorded them at commit (name,
+  // size, SHA-256: CheckpointInfo.shards[].files). Set: the resume is refused
+  // (DATA_LOSS, on_resume_damaged) when a file differs from its record or
+  // the manifest lists other files, whatever the manifest says. Unset: the
+  // manifest alone vouches for the files.
+  std::optional<std::vector<ManifestEntry>> resume_recorded_files;
+  // The operator's checkpoint roots checkpoint_dir and resume_from lie
+  // beneath (RankContext.checkpoint_roots): nothing below a root is followed
+  // if it is a symbolic link (engine/checkpoint/checkpoint.h). Empty: each
+  // directory is its own root (a rank started by hand).
+  std::vector<std::string> checkpoint_roots;
   // Called (before Run fails with DATA_LOSS) when resume_from cannot be read
   // back: a file missing or not matching the manifest. E.g. tell the
   // coordinator, so that the next generation resumes from another checkpoint.

@@ -95,7 +95,8 @@ absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
       {"data_loader", train_loader_->State().Encode()},
   };
   const int keep = options_.resume_from.has_value() ? 0 : config_.checkpoint_keep;
-  ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(options_.checkpoint_dir, step_, contents, keep));
+  ASSIGN_OR_RETURN(std::string root, CheckpointRootFor(options_.checkpoint_dir, options_.checkpoint_roots));
+  ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(options_.checkpoint_dir, step_, contents, keep, root));
   spdlog::info("checkpoint step {} written to {}", step_, path);
   return path;
 }
@@ -103,14 +104,21 @@ absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
 absl::StatusOr<int64_t> Trainer::Resume() {
   LoadedCheckpoint loaded;
   if (!options_.resume_from.has_value()) {
-    ASSIGN_OR_RETURN(loaded, LoadNewestCheckpoint(options_.checkpoint_dir));
+    ASSIGN_OR_RETURN(std::string root, CheckpointRootFor(options_.checkpoint_dir, options_.checkpoint_roots));
+    ASSIGN_OR_RETURN(loaded, LoadNewestCheckpoint(options_.checkpoint_dir, root));
   } else if (options_.resume_from->empty()) {
     return absl::NotFoundError("the coordinator has no committed checkpoint of this job");
   } else {
-    // Verified against its manifest; a damaged or missing committed
-    // checkpoint is DATA_LOSS (never NOT_FOUND, which would start from step 0)
-    // and is never silently replaced by another.
-    absl::StatusOr<LoadedCheckpoint> committed = LoadCheckpoint(*options_.resume_from);
+    // Verified against its manifest and the coordinator's record of its
+    // files, read beneath its root without following a link; a damaged,
+    // altered or missing committed checkpoint is DATA_LOSS (never NOT_FOUND,
+    // which would start from step 0) and is never silently replaced by
+    // another.
+    const std::vector<ManifestEntry>* recorded =
+        options_.resume_recorded_files.has_value() ? &*options_.resume_recorded_files : nullptr;
+    absl::StatusOr<std::string> root = CheckpointRootFor(*options_.resume_from, options_.checkpoint_roots);
+    absl::StatusOr<LoadedCheckpoint> committed =
+        root.ok() ? LoadCheckpoint(*options_.resume_from, *root, recorded) : root.status();
     if (!committed.ok()) {
       absl::Status damaged = absl::DataLossError(
           absl::StrCat("the committed checkpoint cannot be resumed from: ", committed.status().message()));

@@ -26,6 +26,10 @@ enum class DatasetKind { kFashionMnist, kText, kSynthetic };
 struct DataConfig {
   DatasetKind kind = DatasetKind::kFashionMnist;
   std::string path;           // Fashion-MNIST directory or text file
+  // The worker's data root `path` lies beneath (RankContext.data_root): its
+  // files are opened beneath it, never through a link out of it
+  // (engine/data/data_file.h). Empty: opened as given (a rank started by hand).
+  std::string root;
   int64_t global_batch = 64;  // samples per optimizer step, all ranks together
   uint64_t seed = 0;          // shuffling
   double holdout_fraction = 0.0;

@@ -19,8 +19,10 @@ absl::Status Trainer::LoadData() {
   const DataConfig& data = config_.data;
   switch (data.kind) {
     case DatasetKind::kFashionMnist: {
-      ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> train, LoadFashionMnist(data.path, FashionMnistSplit::kTrain));
-      ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> test, LoadFashionMnist(data.path, FashionMnistSplit::kTest));
+      ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> train,
+                       LoadFashionMnist(data.path, FashionMnistSplit::kTrain, data.root));
+      ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> test,
+                       LoadFashionMnist(data.path, FashionMnistSplit::kTest, data.root));
       train_data_ = std::move(train);
       eval_data_ = std::move(test);
       return absl::OkStatus();
@@ -29,7 +31,7 @@ absl::Status Trainer::LoadData() {
       ByteTextOptions options;
       options.context = config_.model.block_size;
       options.held_out_fraction = data.holdout_fraction;
-      ASSIGN_OR_RETURN(ByteTextSplits splits, LoadByteText(data.path, options));
+      ASSIGN_OR_RETURN(ByteTextSplits splits, LoadByteText(data.path, options, data.root));
       train_data_ = std::move(splits.train);
       eval_data_ = std::move(splits.held_out);
       return absl::OkStatus();

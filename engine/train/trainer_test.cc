@@ -10,6 +10,8 @@
 #include <optional>
 #include <thread>
 
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/file_io.h"
 #include "engine/dist/in_process_group.h"
 #include "engine/plan/plan.h"
 #include "engine/train/trainer.h"
@@ -208,6 +210,68 @@ TEST(TrainerTest, ResumesOnlyFromTheCommittedCheckpoint) {
   auto trainer = Trainer::Create(config, options);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   EXPECT_EQ((*trainer)->Run().code(), absl::StatusCode::kDataLoss);
+}
+
+// Under a coordinator the checkpoint is written beneath its root and resumed
+// only as the coordinator recorded it at commit: a file altered afterwards,
+// with its manifest rewritten to match, is DATA_LOSS and reported as damage.
+TEST(TrainerTest, ResumeChecksTheCoordinatorsRecordBeneathTheRoot) {
+  TrainerConfig config = MlpFp16Config();
+  config.steps = 20;
+  config.checkpoint_interval_steps = 10;
+  const std::string root = FreshDir("recorded-root");
+  const std::string dir = root + "/j-1/gen-1";
+  {
+    TrainerOptions options;
+    options.checkpoint_dir = dir;
+    options.checkpoint_roots = {root};
+    options.resume_from = std::string();
+    options.max_steps_this_run = 10;
+    auto trainer = Trainer::Create(config, options);
+    ASSERT_TRUE(trainer.ok()) << trainer.status();
+    ASSERT_TRUE((*trainer)->Run().ok());
+  }
+  const std::string path = dir + "/step-000000010";
+  absl::StatusOr<Manifest> manifest = VerifyCheckpoint(path, root);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  auto resume = [&](const std::vector<ManifestEntry>& recorded, absl::Status* damage) {
+    TrainerOptions options;
+    options.checkpoint_dir = root + "/j-1/gen-2";
+    options.checkpoint_roots = {root};
+    options.resume_from = path;
+    options.resume_recorded_files = recorded;
+    options.max_steps_this_run = 1;
+    options.on_resume_damaged = [damage](const absl::Status& s) { *damage = s; };
+    auto trainer = Trainer::Create(config, options);
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+    return trainer.ok() ? (*trainer)->Run() : trainer.status();
+  };
+  absl::Status damage;
+  EXPECT_TRUE(resume(manifest->files, &damage).ok());
+  EXPECT_TRUE(damage.ok());
+
+  // The state file altered after the commit, its manifest rewritten to match.
+  const std::string state = path + "/state.json";
+  std::string text;
+  {
+    std::ifstream in(state);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  text.insert(text.size() - 1, " ");
+  std::ofstream(state, std::ios::trunc) << text;
+  Manifest rewritten = *manifest;
+  for (ManifestEntry& e : rewritten.files) {
+    if (e.name == "state.json") {
+      e.size = static_cast<int64_t>(text.size());
+      e.sha256 = Sha256Hex(text);
+    }
+  }
+  std::ofstream(path + "/MANIFEST.json", std::ios::trunc) << SerializeManifest(rewritten);
+  ASSERT_TRUE(VerifyCheckpoint(path, root).ok()) << "the manifest alone is satisfied";
+  absl::Status run = resume(manifest->files, &damage);
+  EXPECT_EQ(run.code(), absl::StatusCode::kDataLoss) << run;
+  EXPECT_EQ(damage.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(damage.message().find("but the coordinator recorded"), std::string::npos) << damage;
 }
 
 // A drain's "checkpoint now" reaches one rank; every rank agrees at the next

@@ -1,0 +1,162 @@
+// Bounded answers from the job managers (issue #27, item 4): ListJobs pages
+// summaries by count and by bytes, with queue positions; a job's timeline
+// stays bounded through thousands of checkpoint commits and is read in
+// pages; what a user or a rank sends is cut before it is recorded.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/spec_limits.h"
+#include "coordinator/core/job_controller.h"
+#include "coordinator/core/job_summary.h"
+#include "coordinator/testing/job_controller_fixture.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+using testing::JobControllerFixture;
+using testing::MakeSpec;
+
+class JobLifecycleBoundsTest : public JobControllerFixture {};
+
+// Every label and node selector at its limit: a summary of about 30 KiB.
+v1::JobSpec Heavy(int i) {
+  v1::JobSpec spec = MakeSpec(1, 1, v1::ResourceSpec::CPU);
+  spec.set_name(absl::StrCat("heavy-", i));
+  for (int k = 0; k < kMaxLabels; ++k) {
+    (*spec.mutable_labels())[absl::StrFormat("label-%02d", k)] = std::string(kMaxLabelValueBytes, 'v');
+  }
+  for (int k = 0; k < kMaxNodeSelectorEntries; ++k) {
+    (*spec.mutable_resources()->mutable_node_selector())[absl::StrFormat("sel-%02d", k)] =
+        std::string(kMaxLabelValueBytes, 's');
+  }
+  return spec;
+}
+
+TEST_F(JobLifecycleBoundsTest, ListJobsPagesBySizeAsWellAsCount) {
+  constexpr int kJobs = 60;
+  for (int i = 1; i <= kJobs; ++i) ASSERT_FALSE(MustSubmit(Heavy(i)).empty());
+  ListJobsQuery query;
+  query.page_size = 1000;
+  std::vector<std::string> seen;
+  int pages = 0;
+  do {
+    absl::StatusOr<ListJobsPage> page = controller_->ListJobs(query);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ++pages;
+    size_t bytes = 0;
+    for (const v1::JobSummary& s : page->jobs) {
+      bytes += s.ByteSizeLong();
+      seen.push_back(s.id());
+      EXPECT_EQ(s.spec().labels_size(), kMaxLabels);
+      EXPECT_FALSE(s.abridged());
+    }
+    EXPECT_LE(bytes, kMaxListJobsPageBytes);
+    EXPECT_LT(page->jobs.size(), static_cast<size_t>(kJobs));  // the bytes stop it, not the count
+    query.page_token = page->next_page_token;
+  } while (!query.page_token.empty());
+  EXPECT_GE(pages, 2);
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kJobs));
+  for (int i = 0; i < kJobs; ++i) EXPECT_EQ(seen[i], absl::StrCat("j-", kJobs - i));  // newest first, once each
+}
+
+TEST_F(JobLifecycleBoundsTest, SummariesCarryTheirQueuePosition) {
+  const std::string a = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU, 0));
+  const std::string b = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU, 5));
+  const std::string c = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU, 0));
+  auto positions = [&] {
+    std::map<std::string, int32_t> out;
+    const ListJobsPage page = *controller_->ListJobs({});
+    for (const v1::JobSummary& s : page.jobs) out[s.id()] = s.queue_position();
+    return out;
+  };
+  EXPECT_EQ(positions(), (std::map<std::string, int32_t>{{a, 2}, {b, 1}, {c, 3}}));
+  ASSERT_TRUE(controller_->Cancel(b, "").ok());
+  EXPECT_EQ(positions(), (std::map<std::string, int32_t>{{a, 1}, {b, 0}, {c, 2}}));
+  // A filtered page still counts every waiting job.
+  ListJobsQuery only_c;
+  only_c.page_size = 1;
+  EXPECT_EQ(controller_->ListJobs(only_c)->jobs[0].queue_position(), 2);
+}
+
+// A job that commits a checkpoint every step for 10,000 steps: its timeline
+// keeps the first commit and the newest 32, the rest counted.
+TEST_F(JobLifecycleBoundsTest, ThousandsOfCommitsKeepABoundedTimeline) {
+  AddNode("host-a", 0, 1);
+  const std::string job = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU));
+  RunToRunning(job);
+  constexpr int kCommits = 10000;
+  for (int step = 1; step <= kCommits; ++step) {
+    ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(job, step)).ok()) << step;
+  }
+  const std::vector<v1::JobEvent> events = Events(job);
+  EXPECT_LE(events.size(), 40u);
+  int64_t commits = 0, kept = 0;
+  for (const v1::JobEvent& e : events) {
+    if (e.kind() != v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED) continue;
+    ++kept;
+    commits += 1 + e.folded();
+  }
+  EXPECT_EQ(kept, 1 + kEventsKeptPerKind);
+  EXPECT_EQ(commits, kCommits);
+
+  // GetJob's pages: the newest first, then older ones by token, each bounded.
+  EventPageQuery query;
+  query.max_events = 10;
+  absl::StatusOr<EventPage> page = controller_->GetEventPage(job, query);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->events.size(), 10u);
+  EXPECT_TRUE(page->more);
+  EXPECT_EQ(page->events.back().sequence(), events.back().sequence());
+  std::vector<v1::JobEvent> walked = page->events;
+  while (page->more) {
+    query.before_sequence = page->events.front().sequence();
+    page = controller_->GetEventPage(job, query);
+    ASSERT_TRUE(page.ok());
+    walked.insert(walked.begin(), page->events.begin(), page->events.end());
+  }
+  ASSERT_EQ(walked.size(), events.size());
+  for (size_t i = 0; i < walked.size(); ++i) EXPECT_EQ(walked[i].sequence(), events[i].sequence());
+  EXPECT_EQ(controller_->GetEventPage("j-404", query).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobLifecycleBoundsTest, ACancelReasonIsBounded) {
+  const std::string job = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU));
+  absl::StatusOr<CancelResult> refused = controller_->Cancel(job, std::string(1025, 'r'));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(), "reason: at most 1024 bytes, got 1025");
+  EXPECT_EQ(State(job), v1::JOB_STATE_QUEUED);
+  EXPECT_TRUE(controller_->Cancel(job, std::string(1024, 'r')).ok());
+  EXPECT_EQ(State(job), v1::JOB_STATE_CANCELLED);
+}
+
+// What a worker or a rank reports is recorded cut: a start failure of a
+// megabyte (a worker quoting what it was given) becomes an event reason and
+// a job message of at most kMaxJobTextBytes (and so every answer carrying them).
+TEST_F(JobLifecycleBoundsTest, AReportIsCutBeforeItIsRecorded) {
+  const std::string node = AddNode("host-a", 0, 1);
+  const std::string job = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU));
+  controller_->ScheduleNow();
+  ASSERT_EQ(State(job), v1::JOB_STATE_STARTING);
+  StartFailure failure;
+  failure.node_id = node;
+  failure.job_id = job;
+  failure.generation = MustGet(job).generation();
+  failure.error = std::string(1 << 20, 'e');
+  failure.unrecoverable = true;
+  ASSERT_TRUE(controller_->ReportStartFailure(failure).ok());
+  const v1::Job after = MustGet(job);
+  EXPECT_EQ(after.state(), v1::JOB_STATE_FAILED);
+  EXPECT_LE(after.message().size(), kMaxJobTextBytes);
+  EXPECT_EQ(after.message().substr(after.message().size() - 10), " [... cut]");
+  const std::vector<v1::JobEvent> events = Events(job);
+  for (const v1::JobEvent& e : events) EXPECT_LE(e.reason().size(), kMaxJobTextBytes) << e.kind();
+  EXPECT_EQ(events.back().reason().substr(events.back().reason().size() - 10), " [... cut]");
+}
+
+}  // namespace
+}  // namespace ringmaster::coordinator
