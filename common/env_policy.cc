@@ -1,6 +1,7 @@
 #include "common/env_policy.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -125,8 +126,9 @@ bool IsWorkerOwnedEnv(absl::string_view name) {
   return absl::StartsWith(name, "RINGMASTER_");
 }
 
-absl::StatusOr<EnvPolicy> EnvPolicy::Create(const std::vector<std::string>& entries) {
+absl::StatusOr<EnvPolicy> EnvPolicy::Create(const std::vector<std::string>& entries, std::string daemon) {
   EnvPolicy policy;
+  policy.daemon_ = std::move(daemon);
   for (const std::string& entry : entries) {
     if (entry.empty()) continue;
     policy.entries_.push_back(entry);
@@ -154,7 +156,7 @@ absl::Status EnvPolicy::Check(absl::string_view name) const {
   if (const std::string why = CodeOrPathReason(name); !why.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "env.", name, ": ", why, "; no pattern admits such a variable, only the operator naming it exactly "
-        "(ringmaster-coordinator --allowed-env ", name, ") after deciding that every job may do that"));
+        "(ringmaster-", daemon_, " --allowed-env ", name, ") after deciding that every job may do that"));
   }
   if (use_default_) {
     for (const KnownEnvVariable& known : Table()) {
@@ -164,10 +166,10 @@ absl::Status EnvPolicy::Check(absl::string_view name) const {
   for (const std::string& prefix : prefixes_) {
     if (absl::StartsWith(name, prefix)) return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat("env.", name,
-                                                 ": not a variable this coordinator lets jobs set (allowed: ",
-                                                 Describe(),
-                                                 "); ask the operator to allow it (ringmaster-coordinator --allowed-env)"));
+  return absl::InvalidArgumentError(absl::StrCat("env.", name, ": not a variable this ", daemon_,
+                                                 " lets jobs set (allowed: ", Describe(),
+                                                 "); ask the operator to allow it (ringmaster-", daemon_,
+                                                 " --allowed-env)"));
 }
 
 std::string EnvPolicy::Describe() const {

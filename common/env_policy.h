@@ -7,6 +7,12 @@
 // environment (worker/rank_launcher.h), never from its own, and sets the
 // variables it owns (IsWorkerOwnedEnv) after the job's, so that they win.
 //
+// The worker checks the names again before it starts a rank (its own
+// --allowed-env, "*" by default: whatever the coordinator admitted, except
+// a variable that loads code or names a path, which the worker's operator
+// must name exactly too), so that a job stored under an older, looser list
+// never reaches a trainer with one.
+//
 // The operator's --allowed-env entries are:
 //   "@default"  the built-in list (DefaultAllowedEnv): NCCL and CUDA tuning
 //               knobs that change how the job's own processes compute and
@@ -58,7 +64,10 @@ class EnvPolicy {
   // INVALID_ARGUMENT naming the first entry that is neither "@default", a
   // name ([A-Za-z_][A-Za-z0-9_]*) nor a prefix of one followed by '*'.
   // Empty entries are ignored ("" on the command line: nothing is allowed).
-  static absl::StatusOr<EnvPolicy> Create(const std::vector<std::string>& entries);
+  // `daemon` ("coordinator" or "worker") is whose --allowed-env the entries
+  // are, for Check's messages.
+  static absl::StatusOr<EnvPolicy> Create(const std::vector<std::string>& entries,
+                                          std::string daemon = "coordinator");
 
   // OK when a job may set `name`; else INVALID_ARGUMENT "env.<name>: why",
   // saying what the operator would have to do.
@@ -73,6 +82,7 @@ class EnvPolicy {
   std::vector<std::string> names_;     // exact
   std::vector<std::string> prefixes_;  // without the '*'
   std::vector<std::string> entries_;   // as given, for Describe
+  std::string daemon_;                 // for messages
 };
 
 }  // namespace ringmaster

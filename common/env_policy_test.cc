@@ -94,6 +94,20 @@ TEST(EnvPolicyTest, WhatTheWorkerSetsIsNeverAJobs) {
   }
 }
 
+// The worker checks again with its own --allowed-env; its messages name it.
+TEST(EnvPolicyTest, TheWorkersPolicyNamesTheWorkersFlag) {
+  absl::StatusOr<EnvPolicy> worker = EnvPolicy::Create({"*"}, "worker");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_TRUE(worker->Check("NCCL_SOME_FUTURE_KNOB").ok());
+  EXPECT_EQ(worker->Check("NCCL_TUNER_PLUGIN").message(),
+            "env.NCCL_TUNER_PLUGIN: loads code (matches *_PLUGIN); no pattern admits such a variable, only the "
+            "operator naming it exactly (ringmaster-worker --allowed-env NCCL_TUNER_PLUGIN) after deciding that "
+            "every job may do that");
+  EXPECT_EQ(EnvPolicy::Create({""}, "worker")->Check("NCCL_DEBUG").message(),
+            "env.NCCL_DEBUG: not a variable this worker lets jobs set (allowed: none); ask the operator to allow "
+            "it (ringmaster-worker --allowed-env)");
+}
+
 TEST(EnvPolicyTest, EntriesAreNamesPrefixesOrTheDefault) {
   const EnvPolicy none = Policy({""});
   EXPECT_EQ(none.Describe(), "none");

@@ -40,6 +40,11 @@ inline constexpr char kJoinTokenHeader[] = "x-ringmaster-join-token";
 // A worker's node credential (RegisterNodeResponse.credential): which node
 // calls, on every NodeService, RendezvousService and CheckpointService call.
 inline constexpr char kNodeCredentialHeader[] = "x-ringmaster-node-credential";
+// A trainer's generation secret (RankContext.rendezvous.secret) on its calls
+// to its worker's agent socket, which any local process can reach: the worker
+// commits, reports and reads checkpoints for a job only when the caller
+// presents the secret its ranks were started with.
+inline constexpr char kRankSecretHeader[] = "x-ringmaster-rank-secret";
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 // Headers computed for each call (a credential that arrives or changes after

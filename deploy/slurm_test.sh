@@ -2,7 +2,7 @@
 # deploy/slurm/ringmaster-worker.sbatch, first without Slurm, then on a real
 # one-node Slurm cluster on this machine:
 #   - bash -n; run with fake srun/ip and a fake worker on PATH: the worker
-#     command line it builds (coordinator, state dir, trainer, TLS and token
+#     command line it builds (coordinator, state dir, trainer, TLS and token, --run-as
 #     flags, labels with slurm_job, extra args, the interface's address), the
 #     srun options (one task per node, no binding, RINGMASTER_SRUN_ARGS), and
 #     clear errors without RINGMASTER_COORDINATOR, the binaries or an address
@@ -56,6 +56,8 @@ RINGMASTER_TLS_CA=/etc/rm/ca.crt
 RINGMASTER_TLS_CERT=/etc/rm/worker.crt
 RINGMASTER_TLS_KEY=/etc/rm/worker.key
 RINGMASTER_JOIN_TOKEN_FILE=/etc/rm/join-token
+RINGMASTER_RUN_AS=owner
+RINGMASTER_RUN_AS_MAP=/etc/rm/accounts
 RINGMASTER_LABELS="pool=slurm rack=a1"
 RINGMASTER_WORKER_ARGS="--log-format json --stop-grace-period 20s"
 EOF
@@ -83,6 +85,10 @@ slurm_job=4242
 /etc/rm/worker.key
 --join-token-file
 /etc/rm/join-token
+--run-as
+owner
+--run-as-map
+/etc/rm/accounts
 --label
 pool=slurm
 --label

@@ -11,7 +11,11 @@
 #      the worker's own variables (a marker, the worker's NCCL_*, a
 #      *_TOKEN_FILE, its HOME): only the minimal environment (PATH, HOME,
 #      LANG, TMPDIR in the job's private directory), the spec's allowed env
-#      and what Ringmaster sets.
+#      and what Ringmaster sets;
+#   4. the worker checks the names again: NCCL_NET_PLUGIN, which this
+#      coordinator admits (named exactly) but the worker's --allowed-env does
+#      not, fails the job at start naming env.NCCL_NET_PLUGIN and the worker's
+#      flag, and no trainer of it ever runs.
 # Usage: job_env_test.sh CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
@@ -89,3 +93,15 @@ extra=$(grep -vE '^(PATH|HOME|LANG|LC_ALL|USER|LOGNAME|TMPDIR|NCCL_DEBUG|NCCL_AL
 [ -z "$extra" ] || fail "the rank's environment holds more than the minimal one and the spec's: $extra"
 rm_cli cancel "$job" >/dev/null 2>&1 || fail "cannot cancel $job"
 echo "PASS: the trainer's environment is the minimal one plus the spec's allowed env, none of the worker's"
+
+# --- 4. the worker refuses what its own --allowed-env does not name -------------
+out=$(rm_cli submit "$spec" "${small[@]}" --set training.steps=100000 --set env.NCCL_NET_PLUGIN=/tmp/x.so 2>&1) ||
+  fail "submit with env.NCCL_NET_PLUGIN (named exactly on the coordinator) failed: $out"
+job=$(job_id_of "$out")
+[ -n "$job" ] || fail "no job id in: $out"
+wait_until 60 "job $job did not fail" job_in_state "$job" JOB_STATE_FAILED
+message=$(job_field "$job" 'r["job"]["message"]')
+grep -q 'env\.NCCL_NET_PLUGIN: loads code.*ringmaster-worker --allowed-env NCCL_NET_PLUGIN' <<<"$message" ||
+  fail "job $job failed, but not for env.NCCL_NET_PLUGIN on the worker: $message"
+[ -z "$(trainer_pids "$job")" ] || fail "a trainer of $job runs with env.NCCL_NET_PLUGIN"
+echo "PASS: the worker refused env.NCCL_NET_PLUGIN again: $message"

@@ -50,7 +50,9 @@ start_coordinator --tls-ca "$state/pki/ca.crt" --tls-cert "$state/pki/coordinato
   --tls-key "$state/pki/coordinator.key" --token-file "$state/tokens" --join-token-file "$state/join-token" \
   --checkpoint-root "$ckpt"
 run_as=(--run-as owner --run-as-map "$state/accounts")
-if ! "$worker" --help | grep -q -- '--run-as'; then
+# Read whole first: with pipefail, grep -q quitting early fails the pipeline
+# (the worker's SIGPIPE) and would pass for "no --run-as".
+if ! grep -q -- '--run-as' <<<"$("$worker" --help 2>&1)"; then
   echo "note: this worker has no --run-as: its ranks run as its own user (root)"
   run_as=()
 fi

@@ -58,6 +58,23 @@ grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, grpc::Sta
   return reactor;
 }
 
+// The secret the call presents (kRankSecretHeader).
+std::string PresentedSecret(const grpc::CallbackServerContext& context) {
+  auto it = context.client_metadata().find(kRankSecretHeader);
+  return it == context.client_metadata().end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+// PERMISSION_DENIED unless the call presents the secret the ranks of (job,
+// generation) were started with: any local process reaches the socket, and
+// only the job's own ranks read their rank.json.
+grpc::Status CheckSecret(const ProcessSupervisor* supervisor, const grpc::CallbackServerContext& context,
+                         const std::string& job_id, int64_t generation) {
+  if (supervisor->HoldsSecret(job_id, generation, PresentedSecret(context))) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      absl::StrCat(kRankSecretHeader, ": not the secret of job ", job_id, " generation ", generation,
+                                   ": only the job's own ranks act for it (the secret is in their rank.json)"));
+}
+
 // Fills and fences a caller's (job, generation, rank).
 grpc::Status Fence(const ProcessSupervisor* supervisor, std::string* job_id, int64_t* generation, int32_t rank) {
   CallerCheck check = supervisor->CheckCaller(*job_id, *generation, rank);
@@ -108,6 +125,11 @@ class AgentServer::Services {
       CallerCheck check = supervisor_->CheckCaller(request->job_id(), request->generation(), request->global_rank());
       if (check.state == CallerState::kUnknown) {
         return Reject(context, grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, check.reason));
+      }
+      if (check.state == CallerState::kCurrent) {
+        if (grpc::Status s = CheckSecret(supervisor_, *context, check.job_id, check.generation); !s.ok()) {
+          return Reject(context, s);
+        }
       }
       response->set_stop(check.state == CallerState::kOver);
       response->set_checkpoint(check.checkpoint_requested);
@@ -201,6 +223,7 @@ class AgentServer::Services {
       if (grpc::Status s = Fence(supervisor_, &job_id, &generation, forwarded.rank()); !s.ok()) {
         return Reject(context, s);
       }
+      if (grpc::Status s = CheckSecret(supervisor_, *context, job_id, generation); !s.ok()) return Reject(context, s);
       forwarded.set_job_id(job_id);
       forwarded.set_generation(generation);
       if (metrics_ != nullptr) {  // the files are written whatever the coordinator answers
@@ -224,6 +247,7 @@ class AgentServer::Services {
       if (grpc::Status s = Fence(supervisor_, &job_id, &generation, forwarded.rank()); !s.ok()) {
         return Reject(context, s);
       }
+      if (grpc::Status s = CheckSecret(supervisor_, *context, job_id, generation); !s.ok()) return Reject(context, s);
       forwarded.set_job_id(job_id);
       forwarded.set_generation(generation);
       return Forward(context, std::move(forwarded), response, [this](auto* c, auto* q, auto* r, auto done) {
@@ -241,6 +265,17 @@ class AgentServer::Services {
           return Reject(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, check.reason));
         }
         forwarded.set_job_id(check.job_id);
+      }
+      // Any local process reaches this socket: it reads where a job's
+      // checkpoints are, and their SHA-256s, only for a job running here.
+      if (!supervisor_->RunsJob(forwarded.job_id())) {
+        return Reject(context, grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                            absl::StrCat("job_id: job ", forwarded.job_id(),
+                                                         " has no rank on this node: a trainer may read only its "
+                                                         "own job's checkpoints")));
+      }
+      if (grpc::Status s = CheckSecret(supervisor_, *context, forwarded.job_id(), 0); !s.ok()) {
+        return Reject(context, s);
       }
       return Forward(context, std::move(forwarded), response, [this](auto* c, auto* q, auto* r, auto done) {
         stub_->async()->GetLatestCheckpoint(c, q, r, std::move(done));

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_security.h"
 #include "common/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -74,6 +75,12 @@ class FakeRendezvous final : public v1::RendezvousService::Service, public v1::C
     waiting_ = false;
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "key 'k' was not set in time");
   }
+  grpc::Status GetLatestCheckpoint(grpc::ServerContext*, const v1::GetLatestCheckpointRequest* request,
+                                   v1::GetLatestCheckpointResponse* response) override {
+    response->mutable_checkpoint()->set_job_id(request->job_id());
+    response->mutable_checkpoint()->set_step(700);
+    return grpc::Status::OK;
+  }
   grpc::Status Commit(grpc::ServerContext*, const v1::CommitCheckpointRequest* request,
                       v1::CommitCheckpointResponse* response) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -115,6 +122,8 @@ class FakeRendezvous final : public v1::RendezvousService::Service, public v1::C
   bool wait_had_deadline_ = false;
 };
 
+constexpr char kSecret[] = "generation-2-secret";
+
 v1::RendezvousScope Scope(const std::string& job, int64_t generation, int32_t rank) {
   v1::RendezvousScope scope;
   scope.set_job_id(job);
@@ -141,6 +150,7 @@ class AgentServerTest : public ::testing::Test {
       launch.global_rank = rank;
       launch.process.path = "/fake/trainer";
       launch.process.argv = {"/fake/trainer"};
+      launch.secret = kSecret;
       launches.push_back(launch);
     }
     EXPECT_TRUE(supervisor_.Start(launches).status.ok());
@@ -164,10 +174,16 @@ class AgentServerTest : public ::testing::Test {
         },
         channel, AgentServerOptions{dir_.Join("agent.sock")});
     ASSERT_TRUE(agent_->Start().ok());
-    auto trainer = grpc::CreateChannel(agent_->target(), grpc::InsecureChannelCredentials());
+    // The job's trainers present the generation's secret, as AgentClient does.
+    auto trainer = MakeChannel(agent_->target(), grpc::InsecureChannelCredentials(), grpc::ChannelArguments(),
+                               {{kRankSecretHeader, kSecret}});
     rendezvous_ = v1::RendezvousService::NewStub(trainer);
     checkpoints_ = v1::CheckpointService::NewStub(trainer);
     agent_stub_ = v1::AgentService::NewStub(trainer);
+    // Another local process: it reaches the socket, but knows no secret.
+    auto stranger = grpc::CreateChannel(agent_->target(), grpc::InsecureChannelCredentials());
+    stranger_checkpoints_ = v1::CheckpointService::NewStub(stranger);
+    stranger_agent_ = v1::AgentService::NewStub(stranger);
   }
 
   static std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(10)) {
@@ -188,6 +204,8 @@ class AgentServerTest : public ::testing::Test {
   std::unique_ptr<v1::RendezvousService::Stub> rendezvous_;
   std::unique_ptr<v1::CheckpointService::Stub> checkpoints_;
   std::unique_ptr<v1::AgentService::Stub> agent_stub_;
+  std::unique_ptr<v1::CheckpointService::Stub> stranger_checkpoints_;
+  std::unique_ptr<v1::AgentService::Stub> stranger_agent_;
   std::mutex mu_;
   std::vector<v1::RankProgress> progress_;
 };
@@ -295,6 +313,63 @@ TEST_F(AgentServerTest, ForwardsCommitsAndPassesTheCoordinatorsErrorsThrough) {
   status = checkpoints_->Commit(Context().get(), commit, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(), "files: at least one");
+}
+
+TEST_F(AgentServerTest, ATrainerReadsTheLatestCheckpointOfItsOwnJobOnly) {
+  StartAgent();
+  v1::GetLatestCheckpointRequest request;
+  v1::GetLatestCheckpointResponse response;
+  grpc::Status status = checkpoints_->GetLatestCheckpoint(Context().get(), request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();  // the node's only job, "j"
+  EXPECT_EQ(response.checkpoint().job_id(), "j");
+  EXPECT_EQ(response.checkpoint().step(), 700);
+
+  request.set_job_id("other");  // another user's job, running elsewhere
+  status = checkpoints_->GetLatestCheckpoint(Context().get(), request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("job other has no rank on this node"));
+}
+
+TEST_F(AgentServerTest, ACallWithoutTheJobsSecretActsForNoRank) {
+  StartAgent();
+  v1::CommitCheckpointRequest commit;
+  commit.set_job_id("j");
+  commit.set_generation(2);
+  commit.set_rank(0);
+  commit.set_step(999999);
+  commit.add_files()->set_path("model.safetensors");
+  v1::CommitCheckpointResponse committed;
+  grpc::Status status = stranger_checkpoints_->Commit(Context().get(), commit, &committed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("not the secret of job j generation 2"));
+
+  v1::ReportDamagedCheckpointRequest damaged;
+  damaged.set_job_id("j");
+  damaged.set_generation(2);
+  damaged.set_rank(0);
+  v1::ReportDamagedCheckpointResponse damaged_response;
+  status = stranger_checkpoints_->ReportDamaged(Context().get(), damaged, &damaged_response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  v1::GetLatestCheckpointRequest latest;
+  latest.set_job_id("j");
+  v1::GetLatestCheckpointResponse latest_response;
+  status = stranger_checkpoints_->GetLatestCheckpoint(Context().get(), latest, &latest_response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  v1::ReportMetricsRequest report;
+  report.set_job_id("j");
+  report.set_generation(2);
+  report.set_global_rank(0);
+  report.mutable_metrics()->set_step(5);
+  v1::ReportMetricsResponse report_response;
+  status = stranger_agent_->ReportMetrics(Context().get(), report, &report_response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  // None of it reached the coordinator or the progress.
+  EXPECT_TRUE(coordinator_.commits().empty());
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_TRUE(progress_.empty());
 }
 
 TEST_F(AgentServerTest, ACommittedCheckpointsWriteTimeAndSizeReachTheMetrics) {

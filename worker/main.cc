@@ -38,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cli_flags.h"
 #include "common/clock.h"
+#include "common/env_policy.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "common/grpc_security.h"
@@ -93,6 +94,7 @@ struct Flags {
   std::string run_as_map;
   // The node's variables for every rank (NodeRankEnv).
   std::vector<std::string> rank_env;
+  std::vector<std::string> allowed_env = {"*"};
 };
 
 SupervisorOptions SupervisorOptionsFromFlags(const Flags& flags) {
@@ -361,6 +363,7 @@ int Run(const Flags& flags) {
   absl::StatusOr<std::vector<std::string>> node_env = NodeRankEnv(flags.rank_env, worker_env);
   if (!node_env.ok()) return Fail(std::string(node_env.status().message()));
   launcher_options.node_env = *std::move(node_env);
+  launcher_options.allowed_env = flags.allowed_env;
   launcher_options.run_as = *run_as;
   launcher_options.default_grace = flags.stop_grace_period;
   RankLauncher launcher(&supervisor, &shipper, launcher_options);
@@ -385,7 +388,10 @@ int Run(const Flags& flags) {
   spdlog::info("worker {} on {} ({} GPU(s), {} CPU slot(s)); trainer {}; state in {}; coordinator {}", kVersion,
                address, node->gpus_size(), node->cpu_slots(), *trainer, state_dir, flags.coordinator);
   spdlog::info("ranks run as {}", run_as->Describe());
-  if (!other_accounts && geteuid() == 0) {
+  if (!other_accounts && flags.tls.any()) {
+    spdlog::warn("ranks run as the worker's own account (--run-as self) and can read its key, join token and state "
+                 "directory; --run-as ACCOUNT or --run-as owner runs them unprivileged (docs/security.md)");
+  } else if (!other_accounts && geteuid() == 0) {
     spdlog::warn("ranks run as root, with the worker's privileges (local mode); --run-as ACCOUNT or --run-as owner "
                  "runs them unprivileged (docs/security.md)");
   }
@@ -485,11 +491,25 @@ int main(int argc, char** argv) {
   app.add_option("--run-as", flags.run_as,
                  "Unix account the ranks run as: ACCOUNT (a name, UID or UID:GID; never root) for every job; owner "
                  "for each job's owner's account, mapped by --run-as-map; self for the worker's own. Default: self "
-                 "unless the worker is root with TLS (a cluster), where it must be given. Ranks get the account's "
-                 "own groups, no capability and no_new_privs");
+                 "in local mode; with TLS (a cluster) it must be given, root or not (ranks of the worker's own "
+                 "account can read its key and join token). Ranks get the account's own groups, no capability and "
+                 "no_new_privs");
   app.add_option("--run-as-map", flags.run_as_map,
                  "With --run-as owner: file of \"user account\" lines mapping the coordinator's users to Unix "
                  "accounts (not writable by group or others); a job whose owner is not in it is refused");
+  app.add_option("--allowed-env", flags.allowed_env,
+                 "The job env names this node lets reach a trainer, checked again before each start (the "
+                 "coordinator's --allowed-env checked them at submission), comma-separated: @default (the built-in "
+                 "NCCL/CUDA tuning variables), exact names, or prefixes ending in *. A prefix never admits a "
+                 "variable that loads code or names a path (*_PLUGIN, *_INJECTION*, *_FILE, *_PATH, LD_*, "
+                 "PYTHON*, ...): name such a variable exactly here too. \"*\": whatever the coordinator admitted "
+                 "but those")
+      ->delimiter(',')
+      ->check([](const std::string& entry) {
+        absl::StatusOr<ringmaster::EnvPolicy> policy = ringmaster::EnvPolicy::Create({entry}, "worker");
+        return policy.ok() ? std::string() : std::string(policy.status().message());
+      })
+      ->capture_default_str();
   app.add_option("--rank-env", flags.rank_env,
                  "A variable for every rank, beyond the minimal environment (ranks never inherit the worker's): "
                  "NAME=VALUE, NAME (the worker's own value) or PREFIX* (the worker's variables starting with "

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
+#include "common/tls.h"
 #include "common/utf8.h"
 
 namespace ringmaster::worker {
@@ -92,6 +93,7 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
       process.global_rank = launch.global_rank;
       process.start_time = clock_->Now();
       process.log_path = launch.process.log_path;
+      process.secret = launch.secret;
       processes_[*pid] = std::move(process);
       fence.started.insert(launch.global_rank);
       outcome.started.push_back(launch.global_rank);
@@ -197,6 +199,24 @@ std::vector<RunningRankInfo> ProcessSupervisor::Running() const {
 int ProcessSupervisor::RunningCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(processes_.size());
+}
+
+bool ProcessSupervisor::RunsJob(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [pid, process] : processes_) {
+    if (process.job_id == job_id) return true;
+  }
+  return false;
+}
+
+bool ProcessSupervisor::HoldsSecret(const std::string& job_id, int64_t generation, const std::string& secret) const {
+  if (secret.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [pid, process] : processes_) {
+    if (process.job_id != job_id || (generation != 0 && process.generation != generation)) continue;
+    if (!process.secret.empty() && ConstantTimeEquals(process.secret, secret)) return true;
+  }
+  return false;
 }
 
 CallerCheck ProcessSupervisor::CheckCaller(const std::string& job_id, int64_t generation, int32_t rank) const {

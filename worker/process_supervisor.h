@@ -48,6 +48,9 @@ struct RankLaunch {
   int64_t generation = 0;  // >= 1
   int32_t global_rank = 0;
   SpawnRequest process;
+  // The generation's rendezvous secret (StartRanks.rendezvous_secret): a call
+  // on the agent socket acts for this rank only when it presents it.
+  std::string secret;
 };
 
 // How a rank's process ended.
@@ -157,6 +160,13 @@ class ProcessSupervisor {
   // empty job_id means the only job this node runs; generation 0 the job's
   // current one.
   CallerCheck CheckCaller(const std::string& job_id, int64_t generation, int32_t rank) const;
+  // Whether a rank of `job_id` (any generation) runs on this node now: a
+  // trainer may read only its own job's checkpoints.
+  bool RunsJob(const std::string& job_id) const;
+  // Whether `secret` is the one the ranks of `job_id`'s generation
+  // `generation` (0: any generation running here) were started with.
+  // Compared in constant time; an empty secret never matches.
+  bool HoldsSecret(const std::string& job_id, int64_t generation, const std::string& secret) const;
   // The coordinator asks the job's generation `generation` for a checkpoint
   // now (a drain); CheckCaller says so to its ranks from then on. False when
   // that is not the job's current, running generation here.
@@ -169,6 +179,7 @@ class ProcessSupervisor {
     int32_t global_rank = 0;
     absl::Time start_time;
     std::string log_path;
+    std::string secret;  // RankLaunch::secret
     bool stopping = false;
     bool termed = false;  // SIGTERM sent
     bool killed = false;

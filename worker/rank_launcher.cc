@@ -99,6 +99,18 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   std::map<int32_t, const v1::RankAssignment*> assignments;
   for (const v1::RankAssignment& a : placement.ranks()) assignments[a.global_rank()] = &a;
 
+  // The coordinator checked the env names at Submit; checked again here
+  // (the variables the worker owns are overridden below, whatever they say).
+  ASSIGN_OR_RETURN(const EnvPolicy env_policy, EnvPolicy::Create(options_.allowed_env, "worker"));
+  for (const auto* env : {&order.spec().env(), &order.env()}) {
+    std::vector<std::string> names;
+    for (const auto& [key, value] : *env) {
+      if (!IsWorkerOwnedEnv(key)) names.push_back(key);
+    }
+    std::sort(names.begin(), names.end());  // the same error every time
+    for (const std::string& name : names) RETURN_IF_ERROR(env_policy.Check(name));
+  }
+
   // The data root data.path lies beneath, and the checkpoint directory
   // beneath the coordinator's roots, neither through a link a job planted
   // (worker/job_roots.h): PERMISSION_DENIED, unrecoverable.
@@ -158,6 +170,7 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
     launch.job_id = order.job_id();
     launch.generation = order.generation();
     launch.global_rank = rank;
+    launch.secret = order.rendezvous_secret();
 
     v1::RankContext context = shared;
     v1::RankCoordinates* coordinates = context.mutable_rank();

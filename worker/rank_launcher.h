@@ -33,6 +33,9 @@
 //         No RINGMASTER_* variable: those are only the way to start a rank
 //         by hand.
 //
+// A spec or order env name this worker's --allowed-env does not admit is
+// refused (INVALID_ARGUMENT naming env.<NAME>), as the coordinator refused it
+// at Submit: a job stored before the list changed cannot slip one through.
 // A spec whose data.path lies outside the node's data roots is refused
 // (PERMISSION_DENIED, naming the field): the trainer would read any file the
 // worker can, its key and join token included. So is a job whose owner has no
@@ -66,6 +69,12 @@ struct RankLauncherOptions {
   // The node's part of every rank's environment ("KEY=VALUE", NodeRankEnv):
   // on top of the minimal one, under the job's.
   std::vector<std::string> node_env;
+  // The worker's --allowed-env (common/env_policy.h): every name of the
+  // spec's and the order's env is checked again against it before a rank
+  // starts; "*" admits what the coordinator did, except a variable that loads
+  // code or names a path, which must be named here too. Must be valid
+  // (EnvPolicy::Create; main checks the flag).
+  std::vector<std::string> allowed_env = {"*"};
   // Which account each job's ranks run as.
   RunAsPolicy run_as = RunAsPolicy::Self();
   // Grace period of a StopRanks without one.
@@ -102,8 +111,8 @@ class RankLauncher {
   int Stop(const v1::StopRanks& order);
 
   // What Start would run for each rank: makes the directories and writes the
-  // rank contexts. INVALID_ARGUMENT for a bad job id, generation, or a rank
-  // not in the placement; PERMISSION_DENIED for a data.path outside the data
+  // rank contexts. INVALID_ARGUMENT for a bad job id, generation, a rank
+  // not in the placement, or an env name --allowed-env refuses; PERMISSION_DENIED for a data.path outside the data
   // roots, an owner with no account here, or a link planted where a job
   // directory should be; FAILED_PRECONDITION when a file cannot be written.
   absl::StatusOr<std::vector<RankLaunch>> Prepare(const v1::StartRanks& order) const;

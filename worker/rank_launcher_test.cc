@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/spec.h"
 #include "gmock/gmock.h"
@@ -225,6 +226,48 @@ TEST_F(RankLauncherTest, ADataPathOutsideTheDataRootsIsRefusedForGood) {
   v1::StartRanks synthetic = Order();
   synthetic.mutable_spec()->mutable_data()->clear_path();
   EXPECT_TRUE(launcher_.Prepare(synthetic).ok()) << "synthetic data reads no file";
+}
+
+// The worker checks the env names again (issue #27): a job stored before
+// the coordinator's list changed, or a coordinator that let one through,
+// still cannot hand a trainer a variable that loads code or names a path
+// unless this node's operator named it exactly; nothing starts.
+TEST_F(RankLauncherTest, AnEnvNameThisNodeRefusesIsRefusedForGood) {
+  for (const char* name : {"NCCL_NET_PLUGIN", "CUDA_INJECTION64_PATH", "NCCL_DEBUG_FILE", "LD_PRELOAD", "PYTHONPATH"}) {
+    for (bool in_spec : {true, false}) {
+      v1::StartRanks order = Order();
+      (*(in_spec ? order.mutable_spec()->mutable_env() : order.mutable_env()))[name] = "/tmp/x.so";
+      absl::Status status = launcher_.Prepare(order).status();
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name;
+      EXPECT_TRUE(absl::StartsWith(status.message(), absl::StrCat("env.", name, ": "))) << status.message();
+      EXPECT_TRUE(absl::EndsWith(status.message(), absl::StrCat("only the operator naming it exactly "
+                                                                "(ringmaster-worker --allowed-env ",
+                                                                name, ") after deciding that every job may do that")))
+          << status.message();
+      v1::StartRanksResult result = launcher_.Start(order);
+      EXPECT_TRUE(result.unrecoverable()) << name;
+      EXPECT_THAT(result.started_ranks(), ElementsAre());
+    }
+  }
+  EXPECT_TRUE(control_.spawned().empty());
+
+  // Named exactly on this node, it reaches the trainer.
+  RankLauncherOptions options = Options();
+  options.allowed_env = {"*", "NCCL_NET_PLUGIN"};
+  RankLauncher exact(&supervisor_, nullptr, options);
+  v1::StartRanks order = Order();
+  (*order.mutable_spec()->mutable_env())["NCCL_NET_PLUGIN"] = "/opt/nccl/libnccl-net.so";
+  absl::StatusOr<std::vector<RankLaunch>> launches = exact.Prepare(order);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  EXPECT_EQ(EnvOf((*launches)[0].process)["NCCL_NET_PLUGIN"], "/opt/nccl/libnccl-net.so");
+
+  // A stricter node: only the built-in list.
+  options.allowed_env = {"@default"};
+  RankLauncher strict(&supervisor_, nullptr, options);
+  order = Order();  // NCCL_DEBUG (listed) and USER_VAR (not)
+  EXPECT_EQ(strict.Prepare(order).status().message(),
+            "env.USER_VAR: not a variable this worker lets jobs set (allowed: the built-in NCCL/CUDA tuning "
+            "variables (docs/security.md)); ask the operator to allow it (ringmaster-worker --allowed-env)");
 }
 
 // A link a job planted under a data root or a checkpoint root (issue #27):

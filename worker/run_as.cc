@@ -251,10 +251,14 @@ absl::StatusOr<RunAsPolicy> ResolveRunAs(const std::string& run_as, const std::s
   if (!map_file.empty()) return absl::InvalidArgumentError("--run-as-map is used only with --run-as owner");
   if (run_as == "self") return RunAsPolicy::Self();
   if (!run_as.empty()) return RunAsPolicy::Account(run_as);
-  if (worker_euid != 0 || local_mode) return RunAsPolicy::Self();
-  return absl::InvalidArgumentError(
-      "--run-as: the worker runs as root and its coordinator is not local: say which account ranks run as "
-      "(--run-as ACCOUNT, or --run-as owner with --run-as-map FILE), or --run-as self to run them as root");
+  if (local_mode) return RunAsPolicy::Self();
+  // In a cluster the worker holds a key and the join token, which ranks of
+  // its own account could read: never the default, whoever the worker is.
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--run-as: the worker ", worker_euid == 0 ? "runs as root and " : "",
+      "serves a cluster (TLS): say which account ranks run as (--run-as ACCOUNT, or --run-as owner with "
+      "--run-as-map FILE), or --run-as self to run them as the worker's own account, which can read its key and "
+      "join token"));
 }
 
 ScopedFsIdentity::ScopedFsIdentity(const RunAccount& account) {

@@ -4,8 +4,9 @@
 // Which Unix account a job's ranks run as (the worker's --run-as), so that
 // ranks never run with the worker's privileges:
 //   self     the worker's own account: nothing is switched. Local mode (one
-//            person's machine, `ringmaster local up`), and Slurm, where the
-//            worker already runs as the allocation's user.
+//            person's machine, `ringmaster local up`); in cluster mode only
+//            when said, since the ranks can then read the worker's key and
+//            join token (a single-user allocation whose user owns them).
 //   ACCOUNT  every rank runs as this account: a name from the password
 //            database, a uid in it, or UID:GID (no entry needed).
 //   owner    each job's ranks run as its owner's account (Job.owner, the
@@ -13,9 +14,10 @@
 //            "user account" lines (--run-as-map), as Slurm runs a job as its
 //            submitter: dataset permissions then mean what they say. A job
 //            whose owner is not in the map (or that has none) is refused.
-// Unset, the worker picks (ResolveRunAs): self when it does not run as root;
-// as root, self in local mode (no TLS, a loopback coordinator) and a refusal
-// to start otherwise, naming the flag.
+// Unset, the worker picks (ResolveRunAs): self in local mode (no TLS, a
+// loopback coordinator); in cluster mode a refusal to start, naming the flag,
+// whether the worker is root or not (ranks of the worker's own account could
+// read its key and join token: --run-as self must be said).
 //
 // An account is never root (uid or gid 0) nor the worker's own (when the
 // worker is not root): the ranks would keep the worker's privileges. Its
@@ -92,8 +94,8 @@ class RunAsPolicy {
 // --run-as (empty: unset) and --run-as-map, with what the worker knows of
 // itself: its effective uid and whether it is in local mode (no TLS, a
 // loopback coordinator). INVALID_ARGUMENT naming the flag: --run-as-map
-// without --run-as owner (or the reverse), root in cluster mode with no
-// --run-as, an account that is root or the worker's own.
+// without --run-as owner (or the reverse), cluster mode with no --run-as
+// (root or not), an account that is root or the worker's own.
 absl::StatusOr<RunAsPolicy> ResolveRunAs(const std::string& run_as, const std::string& map_file, uid_t worker_euid,
                                          bool local_mode);
 

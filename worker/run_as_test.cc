@@ -59,14 +59,25 @@ TEST(RunAsTest, AccountsAreNamesUidsOrUidGidButNeverRoot) {
   EXPECT_EQ(LookupAccount(std::to_string(pw->pw_uid), "--run-as")->name, "nobody");
 }
 
-TEST(RunAsTest, WithoutTheFlagARootWorkerMustBeToldUnlessLocal) {
+// In a cluster the ranks of the worker's own account could read its key and
+// join token: that is never the default, root or not; local mode keeps the
+// invoking user.
+TEST(RunAsTest, InAClusterTheWorkerMustBeToldWhoRanksRunAsUnlessLocal) {
   absl::StatusOr<RunAsPolicy> cluster = ResolveRunAs("", "", /*worker_euid=*/0, /*local_mode=*/false);
   EXPECT_EQ(cluster.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cluster.status().message(),
-            "--run-as: the worker runs as root and its coordinator is not local: say which account ranks run as "
-            "(--run-as ACCOUNT, or --run-as owner with --run-as-map FILE), or --run-as self to run them as root");
+            "--run-as: the worker runs as root and serves a cluster (TLS): say which account ranks run as (--run-as "
+            "ACCOUNT, or --run-as owner with --run-as-map FILE), or --run-as self to run them as the worker's own "
+            "account, which can read its key and join token");
+  absl::StatusOr<RunAsPolicy> unprivileged = ResolveRunAs("", "", /*worker_euid=*/1000, /*local_mode=*/false);
+  EXPECT_EQ(unprivileged.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unprivileged.status().message(),
+            "--run-as: the worker serves a cluster (TLS): say which account ranks run as (--run-as ACCOUNT, or "
+            "--run-as owner with --run-as-map FILE), or --run-as self to run them as the worker's own account, "
+            "which can read its key and join token");
   EXPECT_EQ(ResolveRunAs("", "", 0, /*local_mode=*/true)->mode(), RunAsPolicy::Mode::kSelf);
-  EXPECT_EQ(ResolveRunAs("", "", 1000, false)->mode(), RunAsPolicy::Mode::kSelf);
+  EXPECT_EQ(ResolveRunAs("", "", 1000, /*local_mode=*/true)->mode(), RunAsPolicy::Mode::kSelf);
+  EXPECT_EQ(ResolveRunAs("self", "", 1000, false)->mode(), RunAsPolicy::Mode::kSelf);
   EXPECT_EQ(ResolveRunAs("self", "", 0, false)->mode(), RunAsPolicy::Mode::kSelf);
   EXPECT_FALSE(ResolveRunAs("self", "", 0, false)->drops_privileges());
   EXPECT_EQ(ResolveRunAs("owner", "", 0, false).status().message(),

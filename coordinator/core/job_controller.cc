@@ -73,6 +73,10 @@ absl::Status JobController::CheckPlacedOn(const std::string& node_id, const std:
   return lifecycle_.CheckPlacedOn(node_id, job_id, generation, ranks);
 }
 
+absl::Status JobController::CheckHostsJob(const std::string& node_id, const std::string& job_id) const {
+  return lifecycle_.CheckHostsJob(node_id, job_id);
+}
+
 std::vector<StartOrder> JobController::AssignmentsForNode(const std::string& node_id) const {
   std::vector<StartOrder> orders;
   reconciler_.AssignmentsForNode(node_id, [&](const std::vector<StartOrder>& snapshot) { orders = snapshot; });

@@ -126,6 +126,9 @@ class JobController : public RendezvousListener {
   // rendezvous for is checked with it first.
   absl::Status CheckPlacedOn(const std::string& node_id, const std::string& job_id, int64_t generation,
                              const std::vector<int32_t>& ranks) const;
+  // OK when some rank of the job's current generation was placed on
+  // `node_id` (JobLifecycle::CheckHostsJob): what a node may read of a job.
+  absl::Status CheckHostsJob(const std::string& node_id, const std::string& job_id) const;
   // What should run on a node now: a start order per current generation
   // placed there (sent when a worker's session opens; workers treat a start
   // order for ranks already running as done).

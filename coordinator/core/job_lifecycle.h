@@ -132,6 +132,11 @@ class JobLifecycle : public RendezvousListener {
   // store error reading an older generation's placement (no lock held) as it is.
   absl::Status CheckPlacedOn(const std::string& node_id, const std::string& job_id, int64_t generation,
                              const std::vector<int32_t>& ranks) const;
+  // OK when some rank of the job's current generation was placed on
+  // `node_id`: what a node may read of a job (GetLatestCheckpoint).
+  // PERMISSION_DENIED otherwise (a job not placed yet included); NOT_FOUND
+  // for an unknown job.
+  absl::Status CheckHostsJob(const std::string& node_id, const std::string& job_id) const;
   // Slots `node_id` holds for ranks its worker no longer runs: a slot of a
   // RUNNING current generation is released and fails that generation; one
   // of a generation still starting stays (its start order is sent again);

@@ -144,6 +144,18 @@ absl::Status JobLifecycle::CheckPlacedOn(const std::string& node_id, const std::
   return check(*stored);
 }
 
+absl::Status JobLifecycle::CheckHostsJob(const std::string& node_id, const std::string& job_id) const {
+  std::shared_ptr<Entry> found = Find(job_id);
+  if (found == nullptr) return NotFound(job_id);
+  int64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(found->mu);
+    generation = found->record.job.generation();
+  }
+  // A generation that moved on meanwhile is checked against its stored placement: still only its nodes.
+  return CheckPlacedOn(node_id, job_id, generation, {});
+}
+
 void JobLifecycle::ReconcileVanished(const std::string& node_id, const std::string& hostname,
                                      const std::vector<RankSlot>& vanished) {
   std::map<std::string, std::vector<const RankSlot*>> by_job;

@@ -1,7 +1,8 @@
 // JobController::CheckPlacedOn: a node acts only for the ranks placed on it,
 // in the generation a call names: the current one (in memory), an older one
 // (from the store, also after a coordinator restart); never for a
-// generation that does not exist.
+// generation that does not exist. JobController::CheckHostsJob: what a node
+// may read of a job, only while its current generation has a rank there.
 #include <string>
 
 #include "coordinator/core/job_controller.h"
@@ -67,6 +68,22 @@ TEST_F(PlacementCheckTest, AnOlderGenerationStillBelongsToTheNodesItWasPlacedOn)
   EXPECT_EQ(Check(a_, 1, {0}), absl::StatusCode::kOk) << "read from the store";
   EXPECT_EQ(Check(b_, 1, {0}), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(Check(c_, 2, {}), absl::StatusCode::kPermissionDenied);
+}
+
+// What a node may read of a job (GetLatestCheckpoint): only while some rank
+// of the job's current generation is placed on it.
+TEST_F(PlacementCheckTest, OnlyTheNodesOfTheCurrentGenerationHostTheJob) {
+  EXPECT_TRUE(controller_->CheckHostsJob(a_, job_).ok());
+  EXPECT_TRUE(controller_->CheckHostsJob(b_, job_).ok());
+  absl::Status s = controller_->CheckHostsJob(c_, job_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "node " + c_ + " has no rank of job " + job_ +
+                             " (generation 1): a node acts only for the ranks placed on it");
+  EXPECT_EQ(controller_->CheckHostsJob(a_, "j-404").code(), absl::StatusCode::kNotFound);
+  const std::string queued = MustSubmit(testing::MakeSpec(2, 1, v1::ResourceSpec::CPU));  // a and b are full
+  controller_->ScheduleNow();
+  ASSERT_EQ(MustGet(queued).state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(controller_->CheckHostsJob(a_, queued).code(), absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace

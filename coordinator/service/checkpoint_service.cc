@@ -44,9 +44,10 @@ grpc::ServerUnaryReactor* CheckpointService::GetLatestCheckpoint(grpc::CallbackS
                                                                  const v1::GetLatestCheckpointRequest* request,
                                                                  v1::GetLatestCheckpointResponse* response) {
   if (request->job_id().empty()) return Reply(context, absl::InvalidArgumentError("job_id: must not be empty"));
-  if (absl::StatusOr<std::string> node = CallingNode(*context, *nodes_); !node.ok()) {
-    return Reply(context, node.status());
-  }
+  // A read, but of a job's paths and checksums: only a node its current generation is placed on.
+  absl::StatusOr<std::string> node = CallingNode(*context, *nodes_);
+  if (!node.ok()) return Reply(context, node.status());
+  if (absl::Status s = controller_->CheckHostsJob(*node, request->job_id()); !s.ok()) return Reply(context, s);
   absl::StatusOr<v1::CheckpointInfo> latest = controller_->LatestCheckpoint(request->job_id());
   if (!latest.ok()) return Reply(context, latest.status());
   *response->mutable_checkpoint() = *std::move(latest);

@@ -9,7 +9,9 @@
 // (INVALID_ARGUMENT naming the field) pass through. Every call must come
 // from a node (its credential: UNAUTHENTICATED without one); Commit and
 // ReportDamaged only for a rank placed on that node in that generation
-// (PERMISSION_DENIED otherwise, checked before anything else; node_identity.h).
+// (PERMISSION_DENIED otherwise, checked before anything else; node_identity.h);
+// GetLatestCheckpoint only for a job whose current generation has a rank
+// there (JobController::CheckHostsJob).
 // Owns no state; thread-safe.
 
 #include "coordinator/core/job_controller.h"

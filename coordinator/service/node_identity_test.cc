@@ -261,13 +261,17 @@ TEST_F(NodeIdentityTest, CheckpointAndRendezvousCallsForAnotherNodesRanksAreRefu
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(status.error_message(), NotPlaced(other_->node_id(), 1, job_id_, 1));
 
-  v1::GetLatestCheckpointRequest latest;  // a read: any node may, nobody without a credential
+  v1::GetLatestCheckpointRequest latest;  // a read: only a node the job runs on, nobody without a credential
   latest.set_job_id(job_id_);
   v1::GetLatestCheckpointResponse got;
   EXPECT_EQ(checkpoints_->GetLatestCheckpoint(Context().get(), latest, &got).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(checkpoints_->GetLatestCheckpoint(other_->NodeContext().get(), latest, &got).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+  status = checkpoints_->GetLatestCheckpoint(other_->NodeContext().get(), latest, &got);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(status.error_message(), absl::StrCat("node ", other_->node_id(), " has no rank of job ", job_id_,
+                                                 " (generation 1): a node acts only for the ranks placed on it"));
+  EXPECT_EQ(checkpoints_->GetLatestCheckpoint(owner_->NodeContext().get(), latest, &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);  // its own job: none committed yet
 
   v1::ListCheckpointsRequest list;
   list.set_job_id(job_id_);

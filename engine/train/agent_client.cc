@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_security.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "engine/checkpoint/checkpoint.h"
@@ -44,18 +45,22 @@ int64_t PeakRssBytes() {
 std::unique_ptr<AgentClient> AgentClient::Connect(const v1::RankContext& context, absl::Duration interval) {
   if (context.agent().empty()) return nullptr;
   return std::unique_ptr<AgentClient>(new AgentClient(
-      context.agent(), context.job_id(), context.generation(), context.rank().global_rank(), interval,
+      context.agent(), context.rendezvous().secret(), context.job_id(), context.generation(),
+      context.rank().global_rank(), interval,
       std::vector<std::string>(context.checkpoint_roots().begin(), context.checkpoint_roots().end())));
 }
 
-AgentClient::AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval,
-                         std::vector<std::string> checkpoint_roots)
+AgentClient::AgentClient(std::string target, const std::string& secret, std::string job, int64_t generation, int rank,
+                         absl::Duration interval, std::vector<std::string> checkpoint_roots)
     : job_(std::move(job)),
       generation_(generation),
       rank_(rank),
       interval_(interval),
       checkpoint_roots_(std::move(checkpoint_roots)) {
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  // Every call presents the generation's secret: the worker acts for this
+  // rank only on a call that does (any local process reaches its socket).
+  auto channel = MakeChannel(target, grpc::InsecureChannelCredentials(), grpc::ChannelArguments(),
+                             {{kRankSecretHeader, secret}});
   agent_ = v1::AgentService::NewStub(channel);
   checkpoints_ = v1::CheckpointService::NewStub(channel);
   sender_ = std::thread([this] { SendLoop(); });

@@ -69,8 +69,8 @@ class AgentClient {
   int64_t generation() const { return generation_; }
 
  private:
-  AgentClient(std::string target, std::string job, int64_t generation, int rank, absl::Duration interval,
-              std::vector<std::string> checkpoint_roots);
+  AgentClient(std::string target, const std::string& secret, std::string job, int64_t generation, int rank,
+              absl::Duration interval, std::vector<std::string> checkpoint_roots);
   void SendLoop();
   absl::Status Commit(v1::CommitCheckpointRequest request, const std::string& path);
   // Runs `call` until it is answered, retrying (training paused) for up to
