@@ -5,10 +5,12 @@
 // it for forged commits: through a worker's agent socket (unix:PATH, as a
 // trainer reaches it) or straight to a local coordinator (HOST:PORT).
 //
-//   checkpoint_probe TARGET JOB GENERATION STEP PATH MANIFEST [CREDENTIAL_FILE]
+//   checkpoint_probe TARGET JOB GENERATION STEP PATH MANIFEST [CREDENTIAL_FILE [JOIN_TOKEN_FILE]]
 //   MANIFEST: a checkpoint's MANIFEST.json; its files are the commit's files.
 //   CREDENTIAL_FILE: its first line goes as the node credential (a process
-//   that has a node's credential, e.g. its worker's, compromised).
+//   that has a node's credential, e.g. its worker's, compromised); "-": none.
+//   JOIN_TOKEN_FILE: its first line goes as the cluster's join token, for a
+//   coordinator that requires one (tests/hostile_user_test.sh).
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -22,8 +24,8 @@
 #include "proto/checkpoint_service.grpc.pb.h"
 
 int main(int argc, char** argv) {
-  if (argc != 7 && argc != 8) {
-    std::cerr << "usage: checkpoint_probe TARGET JOB GENERATION STEP PATH MANIFEST [CREDENTIAL_FILE]\n";
+  if (argc < 7 || argc > 9) {
+    std::cerr << "usage: checkpoint_probe TARGET JOB GENERATION STEP PATH MANIFEST [CREDENTIAL_FILE [JOIN_TOKEN_FILE]]\n";
     return 2;
   }
   const std::string target = argv[1];
@@ -61,16 +63,18 @@ int main(int argc, char** argv) {
   auto credentials = absl::StartsWith(target, "unix:") ? grpc::InsecureChannelCredentials()
                                                        : ringmaster::MakeChannelCredentials(nullptr);
   ringmaster::Headers headers;
-  if (argc == 8) {
-    std::ifstream file(argv[7]);
-    std::string credential;
-    if (!std::getline(file, credential)) {
-      std::cerr << "cannot read " << argv[7] << "\n";
+  // argv[7]: the node credential; argv[8]: the join token.
+  for (int i = 7; i < argc; ++i) {
+    if (std::string(argv[i]) == "-") continue;
+    std::ifstream file(argv[i]);
+    std::string line;
+    if (!std::getline(file, line)) {
+      std::cerr << "cannot read " << argv[i] << "\n";
       return 2;
     }
     // common/grpc_security.h kNodeCredentialHeader, spelled out so that the
     // probe also builds against a tree from before node credentials.
-    headers.emplace_back("x-ringmaster-node-credential", credential);
+    headers.emplace_back(i == 7 ? "x-ringmaster-node-credential" : ringmaster::kJoinTokenHeader, line);
   }
   auto channel = ringmaster::MakeChannel(target, credentials, grpc::ChannelArguments(), headers);
   grpc::ClientContext context;
