@@ -3,8 +3,8 @@
 
 // absl::Status <-> grpc::Status, the one copy: both follow google.rpc.Code, so
 // the codes map one to one (a code outside 1..16 becomes UNKNOWN); the
-// message is kept. And the reply of a unary callback handler that finishes
-// inline. Header-only; thread-safe.
+// message is kept, up to kMaxStatusMessageBytes. And the reply of a unary
+// callback handler that finishes inline. Header-only; thread-safe.
 
 #include <string>
 
@@ -17,11 +17,26 @@
 
 namespace ringmaster {
 
+// A status message travels in a header (grpc-message, percent-encoded): one
+// that echoes a huge request field ("job <8 MiB id> has no rendezvous")
+// would pass the peer's metadata limit (8 KiB), fail that call and every
+// later call on the connection ("received initial metadata size exceeds
+// limit"; found by fuzz/rendezvous_service_fuzzer). Longer messages are cut
+// here, at a UTF-8 character boundary, saying how long they were.
+inline constexpr size_t kMaxStatusMessageBytes = 1024;
+
+inline std::string BoundedStatusMessage(absl::string_view message) {
+  if (message.size() <= kMaxStatusMessageBytes) return std::string(message);
+  size_t cut = kMaxStatusMessageBytes;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(message.substr(0, cut), "... (", message.size(), " bytes)");
+}
+
 inline grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   const int code = static_cast<int>(status.code());
   return grpc::Status(code >= 1 && code <= 16 ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN,
-                      std::string(status.message()));
+                      BoundedStatusMessage(status.message()));
 }
 
 // `context`, when given, prefixes the message: "<context>: <message>".

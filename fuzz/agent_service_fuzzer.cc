@@ -9,18 +9,24 @@
 //   0 ReportMetrics, 1-6 the rendezvous calls (rpc_calls.h), 7-8 Commit and
 //   GetLatestCheckpoint.
 // Fixups as for the coordinator targets; without kFixJobId the job id is
-// the fuzzed one (empty: the worker fills in its only job).
-// Property: every call ends with OK or an actionable status (CheckStatus).
+// the fuzzed one (empty: the worker fills in its only job). An inflated call
+// grows one field of its request (fuzz/inflate.h): a 70,000-entry metrics
+// map, an 8 MiB value, a commit of 70,000 files.
+// Properties: every call ends with OK or an actionable status
+// (CheckStatus); after each input the coordinator still answers for its
+// live job and the agent socket still answers.
 
 #include <stdlib.h>
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/grpc_security.h"
 #include "fuzz/coordinator_harness.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_input.h"
@@ -45,7 +51,13 @@ struct Worker {
               worker::AgentServerOptions{SocketPath()}) {
     const absl::Status started = agent.Start();
     FUZZ_CHECK(started.ok(), "cannot start the agent server: ", started.ToString());
-    auto channel = grpc::CreateChannel(agent.target(), grpc::InsecureChannelCredentials());
+    // Calls present the live generation's secret, as its trainers' do (the
+    // agent acts for a rank only then).
+    auto channel = ringmaster::MakeChannel(agent.target(), grpc::InsecureChannelCredentials(),
+                                           grpc::ChannelArguments(), {}, [this]() -> ringmaster::Headers {
+                                             std::lock_guard<std::mutex> lock(secret_mu);
+                                             return {{ringmaster::kRankSecretHeader, secret}};
+                                           });
     metrics = v1::AgentService::NewStub(channel);
     rendezvous = v1::RendezvousService::NewStub(channel);
     checkpoints = v1::CheckpointService::NewStub(channel);
@@ -58,8 +70,9 @@ struct Worker {
   }
 
   // Ranks 0 and 1 of the harness's live generation run here.
-  void Follow(const CoordinatorHarness& h) {
+  void Follow(CoordinatorHarness& h) {
     if (h.job_id() == job_id && h.generation() == generation) return;
+    const std::string live_secret = h.RendezvousSecret(ringmaster::fuzz::kFixGeneration, "");
     std::vector<worker::RankLaunch> launches;
     for (int32_t rank : {0, 1}) {
       worker::RankLaunch launch;
@@ -68,11 +81,29 @@ struct Worker {
       launch.global_rank = rank;
       launch.process.path = "/fake/trainer";
       launch.process.argv = {"/fake/trainer"};
+      launch.secret = live_secret;
       launches.push_back(launch);
     }
     (void)supervisor.Start(launches);  // an older generation is refused: fine
+    {
+      std::lock_guard<std::mutex> lock(secret_mu);
+      secret = live_secret;
+    }
     job_id = h.job_id();
     generation = h.generation();
+  }
+
+  // After each input the agent socket still answers (a status of its
+  // handlers or of the coordinator's, not UNAVAILABLE or a deadline).
+  void CheckAnswers(const CoordinatorHarness& h) {
+    v1::GetLatestCheckpointRequest request;
+    request.set_job_id(h.job_id());
+    v1::GetLatestCheckpointResponse response;
+    const grpc::Status status = checkpoints->GetLatestCheckpoint(ringmaster::fuzz::Context().get(), request, &response);
+    ringmaster::fuzz::CheckStatus(status, "GetLatestCheckpoint (after the input)", request);
+    FUZZ_CHECK(status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+                   status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED,
+               "after an input the agent socket no longer answers: ", status.error_message());
   }
 
   worker::FakeProcessControl control;
@@ -83,6 +114,8 @@ struct Worker {
   std::unique_ptr<v1::CheckpointService::Stub> checkpoints;
   std::string job_id;
   int64_t generation = 0;
+  std::mutex secret_mu;  // read on gRPC's threads as calls start
+  std::string secret;
 };
 
 Worker& GetWorker() {
@@ -121,5 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     h.MaybeAdvance(call.fixups);
   }
+  h.CheckUsable();
+  w.CheckAnswers(h);
   return 0;
 }

@@ -4,7 +4,10 @@
 // Fixups put the live job and generation into the request; kFixValid
 // starts from a well-formed shard commit under the job's checkpoint
 // directory.
-// Property: every call ends with OK or an actionable status (CheckStatus).
+// An inflated call grows one field of its request (fuzz/inflate.h).
+// Properties: every call ends with OK or an actionable status
+// (CheckStatus); after each input the coordinator still answers for its
+// live job (CoordinatorHarness::CheckUsable).
 
 #include <cstdint>
 
@@ -23,5 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ringmaster::fuzz::CallCheckpoint(h, stub.get(), call, 10 * (i + 1));
     h.MaybeAdvance(call.fixups);
   }
+  h.CheckUsable();
   return 0;
 }

@@ -63,13 +63,15 @@ void PrintOutcomes() {
 
 }  // namespace
 
+bool ServerCanDecode(const google::protobuf::Message& request) {
+  std::unique_ptr<google::protobuf::Message> parsed(request.New());
+  return parsed->ParseFromString(request.SerializeAsString());
+}
+
 void CheckStatus(const grpc::Status& status, const char* rpc, const google::protobuf::Message& request) {
   const grpc::StatusCode code = status.error_code();
   ++Outcomes()[rpc][static_cast<int>(code)];
-  if (code != grpc::StatusCode::OK) {
-    std::unique_ptr<google::protobuf::Message> parsed(request.New());
-    if (!parsed->ParseFromString(request.SerializeAsString())) return;  // gRPC refused it
-  }
+  if (code != grpc::StatusCode::OK && !ServerCanDecode(request)) return;  // gRPC refused it
   FUZZ_CHECK(code != grpc::StatusCode::UNKNOWN && code != grpc::StatusCode::INTERNAL &&
                  code != grpc::StatusCode::UNIMPLEMENTED && code != grpc::StatusCode::DATA_LOSS,
              rpc, " ended with code ", static_cast<int>(code), ": ", status.error_message());
@@ -179,6 +181,15 @@ void CoordinatorHarness::MaybeAdvance(uint8_t fixups) {
   if ((fixups & kAdvanceClock) == 0) return;
   clock_.Advance(absl::Seconds((fixups & 0x70) >> 4));
   server_->Tick();
+}
+
+void CoordinatorHarness::CheckUsable() {
+  v1::GetJobRequest request;
+  request.set_job_id(job_id_);
+  v1::GetJobResponse response;
+  const grpc::Status status = v1::JobService::NewStub(channel_)->GetJob(Context().get(), request, &response);
+  FUZZ_CHECK(status.ok(), "after an input the coordinator no longer answers GetJob of its live job: code ",
+             static_cast<int>(status.error_code()), ": ", status.error_message());
 }
 
 std::string CoordinatorHarness::JobId(uint8_t fixups, const std::string& fuzzed) const {

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/inflate.h"
 #include "coordinator/service/coordinator_server.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
@@ -54,6 +55,9 @@ class CoordinatorHarness {
   void BeginInput();
   // After each call with kAdvanceClock: advance the clock and Tick.
   void MaybeAdvance(uint8_t fixups);
+  // After each input: the coordinator still answers GetJob of the live job
+  // (the world the next input needs is usable); aborts otherwise.
+  void CheckUsable();
 
   // The value a request carries after its fixups.
   std::string JobId(uint8_t fixups, const std::string& fuzzed) const;
@@ -110,6 +114,10 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seco
 // handler runs, with a code of gRPC's choosing: any code is accepted then.
 void CheckStatus(const grpc::Status& status, const char* rpc, const google::protobuf::Message& request);
 
+// Whether the server can decode `request` at all (false: a string field
+// holds invalid UTF-8, and gRPC refuses the call before any handler runs).
+bool ServerCanDecode(const google::protobuf::Message& request);
+
 // Calls a unary RPC with a deadline (real time) and checks its status.
 template <typename Stub, typename Request, typename Response>
 void Unary(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&, Response*), const char* name,
@@ -119,12 +127,14 @@ void Unary(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Req
 }
 
 // The request a call carries: its payload decoded as M (what decodes before
-// a parse error is kept), over `valid` when the call has kFixValid.
+// a parse error is kept), over `valid` when the call has kFixValid, then
+// inflated as the call says (inflate.h). Fixups are applied after.
 template <typename M>
 M Decode(const FuzzCall& call, const M& valid = M()) {
   M message;
   if ((call.fixups & kFixValid) != 0) message = valid;
   (void)message.MergeFromString(call.payload);
+  (void)Inflate(&message, call.inflation, call.inflate_budget);
   return message;
 }
 

@@ -55,14 +55,18 @@ _sanitized_test = rule(
     },
 )
 
-def fuzz_test(name, srcs, deps = [], runs = 2000, max_seconds = 60, size = "medium", tags = []):
+def fuzz_test(name, srcs, deps = [], runs = 2000, max_seconds = 20, size = "medium", tags = []):
     """A fuzz target `name` (srcs define LLVMFuzzerTestOneInput) and its test.
 
     Creates :<name>_lib (the target without a main, what scripts/fuzz.sh
     builds with clang), :<name>_replay (the replay driver, unsanitized: to
     reproduce a crash file by hand) and the test :<name>_test, which runs the
     sanitized driver on fuzz/corpus/<name>/ for `runs` mutations (stopping
-    early after `max_seconds`, a safety bound).
+    early after `max_seconds` of mutations: inflated inputs cost up to a
+    second each under ASan, and the suite runs twice in CI; long runs are
+    scripts/fuzz.sh's), after replaying once, without
+    mutating them, the inputs of fuzz/corpus/<name>.oversized/ (requests
+    inflated to megabytes: each costs up to a second under ASan).
     """
     native.cc_library(
         name = name + "_lib",
@@ -78,15 +82,17 @@ def fuzz_test(name, srcs, deps = [], runs = 2000, max_seconds = 60, size = "medi
         deps = [":" + name + "_lib"],
     )
     corpus = native.glob(["corpus/%s/*" % name])
+    oversized = native.glob(["corpus/%s.oversized/*" % name])
     _sanitized_test(
         name = name + "_test",
         binary = ":" + name + "_replay",
-        data = corpus,
+        data = corpus + oversized,
         size = size,
         tags = tags,
         args = [
             "--runs=%d" % runs,
             "--max_seconds=%d" % max_seconds,
+        ] + (["--replay_only=fuzz/corpus/%s.oversized" % name] if oversized else []) + [
             "fuzz/corpus/" + name,
         ],
     )

@@ -12,8 +12,12 @@
 // Fixups put the live node id and session id (kFixNode) and the live job
 // and generation into the requests, the open message and every line, so
 // that inputs reach an open session, progress of a placed generation, rank
-// exits of its ranks and log lines of its ranks.
-// Property: every call ends with OK or an actionable status (CheckStatus).
+// exits of its ranks and log lines of its ranks. An inflated call grows its
+// request, or each message of its stream (fuzz/inflate.h): 70,000 running
+// ranks, an 8 MiB hostname, log chunks of megabytes.
+// Properties: every call ends with OK or an actionable status
+// (CheckStatus); after each input the coordinator still answers for its
+// live job (CoordinatorHarness::CheckUsable).
 
 #include <cstdint>
 #include <memory>
@@ -21,6 +25,7 @@
 
 #include "fuzz/coordinator_harness.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/inflate.h"
 #include "proto/node_service.grpc.pb.h"
 
 namespace {
@@ -49,6 +54,7 @@ void Session(CoordinatorHarness& h, Stub* stub, const FuzzCall& call) {
   for (int i = 0; i < kMaxStreamMessages && !messages.empty(); ++i) {
     v1::WorkerMessage message;
     (void)message.MergeFromString(messages.LengthPrefixed());
+    (void)ringmaster::fuzz::Inflate(&message, call.inflation, call.inflate_budget);
     if (i == 0 && (call.fixups & kFixNode) != 0) message.mutable_open();
     if (message.has_open()) {
       v1::SessionOpen* open = message.mutable_open();
@@ -84,6 +90,7 @@ void PushLogs(CoordinatorHarness& h, Stub* stub, const FuzzCall& call) {
   for (int i = 0; i < kMaxStreamMessages && !chunks.empty(); ++i) {
     v1::LogChunk chunk;
     (void)chunk.MergeFromString(chunks.LengthPrefixed());
+    (void)ringmaster::fuzz::Inflate(&chunk, call.inflation, call.inflate_budget);
     for (v1::LogLine& line : *chunk.mutable_lines()) {
       line.set_job_id(h.JobId(call.fixups, line.job_id()));
       line.set_generation(h.Generation(call.fixups, line.generation()));
@@ -132,5 +139,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     h.MaybeAdvance(call.fixups);
   }
+  h.CheckUsable();
   return 0;
 }

@@ -5,7 +5,10 @@
 // (rpc_calls.h). Fixups put the live job, generation and secret into the
 // scope, so that calls reach the rendezvous of a placed generation; a KvSet
 // then a KvWait of the same key completes.
-// Property: every call ends with OK or an actionable status (CheckStatus).
+// An inflated call grows one field of its request (fuzz/inflate.h).
+// Properties: every call ends with OK or an actionable status
+// (CheckStatus); after each input the coordinator still answers for its
+// live job (CoordinatorHarness::CheckUsable).
 
 #include <cstdint>
 
@@ -24,5 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ringmaster::fuzz::CallRendezvous(h, stub.get(), call);
     h.MaybeAdvance(call.fixups);
   }
+  h.CheckUsable();
   return 0;
 }

@@ -8,8 +8,12 @@
 // $TEST_UNDECLARED_OUTPUTS_DIR (else the current directory) as
 // crash-<target>-<n> and printed as hex, to be added to the corpus.
 //
-//   <target> [--runs=N] [--max_seconds=S] [--timeout=T] [--seed=K] DIR_OR_FILE...
+//   <target> [--runs=N] [--max_seconds=S] [--timeout=T] [--seed=K]
+//            [--replay_only=DIR_OR_FILE]... DIR_OR_FILE...
 //
+// --replay_only entries (fuzz/corpus/<target>.oversized/: inputs that
+// inflate requests to megabytes, fuzz_input.h) are replayed but not
+// mutated, so that the bounded mutations stay fast;
 // --runs bounds the mutations (default 2000); --max_seconds stops earlier
 // on a slow machine (default 30; a bound, not an expectation); one input
 // running longer than --timeout seconds (default 20) is reported as a hang. Long runs
@@ -230,6 +234,25 @@ void StartWatchdog(double seconds) {
   }).detach();
 }
 
+// Appends the files of `paths` (directories: their files, sorted) to
+// `inputs`; false (after saying why) when one does not exist.
+bool ReadInputs(const std::vector<std::filesystem::path>& paths, std::vector<std::string>* inputs) {
+  for (const auto& path : paths) {
+    if (std::filesystem::is_directory(path)) {
+      std::vector<std::filesystem::path> files;
+      for (const auto& entry : std::filesystem::directory_iterator(path)) files.push_back(entry.path());
+      std::sort(files.begin(), files.end());  // a deterministic order
+      for (const auto& f : files) inputs->push_back(ReadFile(f));
+    } else if (std::filesystem::exists(path)) {
+      inputs->push_back(ReadFile(path));
+    } else {
+      std::fprintf(stderr, "fuzz: %s does not exist\n", path.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,6 +262,7 @@ int main(int argc, char** argv) {
   double timeout = 20;
   uint64_t seed = 1;
   std::vector<std::filesystem::path> paths;
+  std::vector<std::filesystem::path> replay_only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--runs=", 0) == 0) {
@@ -249,24 +273,15 @@ int main(int argc, char** argv) {
       timeout = std::atof(arg.c_str() + 10);
     } else if (arg.rfind("--seed=", 0) == 0) {
       seed = std::strtoull(arg.c_str() + 7, nullptr, 10);
+    } else if (arg.rfind("--replay_only=", 0) == 0) {
+      replay_only.emplace_back(arg.substr(14));
     } else {
       paths.emplace_back(arg);
     }
   }
   std::vector<std::string> corpus;
-  for (const auto& path : paths) {
-    if (std::filesystem::is_directory(path)) {
-      std::vector<std::filesystem::path> files;
-      for (const auto& entry : std::filesystem::directory_iterator(path)) files.push_back(entry.path());
-      std::sort(files.begin(), files.end());  // a deterministic order
-      for (const auto& f : files) corpus.push_back(ReadFile(f));
-    } else if (std::filesystem::exists(path)) {
-      corpus.push_back(ReadFile(path));
-    } else {
-      std::fprintf(stderr, "fuzz: %s does not exist\n", path.c_str());
-      return 2;
-    }
-  }
+  std::vector<std::string> replayed_only;
+  if (!ReadInputs(paths, &corpus) || !ReadInputs(replay_only, &replayed_only)) return 2;
   if (corpus.empty()) {
     std::fprintf(stderr, "fuzz: no corpus (give corpus directories or files)\n");
     return 2;
@@ -277,6 +292,7 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   for (const std::string& input : corpus) RunOne(input);
+  for (const std::string& input : replayed_only) RunOne(input);
   const double replay_seconds = elapsed();
   Mutator mutator(seed, &corpus);
   long mutations = 0;
@@ -286,8 +302,8 @@ int main(int argc, char** argv) {
   }
   const double total = elapsed();
   const double mutate_seconds = total - replay_seconds;
-  std::printf("fuzz: replayed %zu corpus inputs in %.2f s, then %ld mutated inputs in %.2f s (%.0f execs/s, seed %llu)%s; 0 crashes\n",
-              corpus.size(), replay_seconds, mutations, mutate_seconds,
+  std::printf("fuzz: replayed %zu corpus inputs (%zu not mutated) in %.2f s, then %ld mutated inputs in %.2f s (%.0f execs/s, seed %llu)%s; 0 crashes\n",
+              corpus.size() + replayed_only.size(), replayed_only.size(), replay_seconds, mutations, mutate_seconds,
               mutate_seconds > 0 ? static_cast<double>(mutations) / mutate_seconds : 0.0,
               static_cast<unsigned long long>(seed), mutations < runs ? " (stopped by --max_seconds)" : "");
   return 0;

@@ -61,6 +61,8 @@ echo "  LINK $out/$target" >&2
 $CXX -fsanitize=fuzzer,address,undefined $(printf '%s\n' "${objects[@]}" | sort -u) $libs -o "$out/$target"
 
 cp -n fuzz/corpus/"$target"/* "$out/corpus/" 2>/dev/null || true
+# The requests inflated to megabytes (the test replays them without mutating).
+cp -n fuzz/corpus/"$target".oversized/* "$out/corpus/" 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "fuzz.sh: running $target for ${seconds}s on $out/corpus" >&2

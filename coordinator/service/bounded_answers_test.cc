@@ -58,6 +58,35 @@ TEST_F(BoundedAnswersTest, ListJobsCarriesSummaries) {
   EXPECT_EQ(s.queue_position(), 0);
 }
 
+TEST_F(BoundedAnswersTest, ListJobsRefusesASelectorNoJobCanMatchAndNamesEachStateOnce) {
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = MakeSpec(1, 1, v1::ResourceSpec::CPU);
+  (*submit.mutable_spec()->mutable_labels())["team"] = "text";
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(jobs_->Submit(Context().get(), submit, &submitted).ok());
+
+  v1::ListJobsRequest request;
+  for (int i = 0; i < 70000; ++i) (*request.mutable_label_selector())[absl::StrFormat("k%05d", i)] = "v";
+  v1::ListJobsResponse listed;
+  grpc::Status status = jobs_->ListJobs(Context().get(), request, &listed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "label_selector: at most 64 entries (a job has at most that many labels), got 70000");
+
+  request.clear_label_selector();
+  (*request.mutable_label_selector())["team"] = std::string(256, 'x');
+  status = jobs_->ListJobs(Context().get(), request, &listed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("label_selector: keys of at most 63 bytes"), std::string::npos);
+
+  request.clear_label_selector();
+  (*request.mutable_label_selector())["team"] = "text";
+  for (int i = 0; i < 70000; ++i) request.add_states(v1::JOB_STATE_QUEUED);
+  ASSERT_TRUE(jobs_->ListJobs(Context().get(), request, &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 1);
+  EXPECT_EQ(listed.jobs(0).id(), submitted.job().id());
+}
+
 TEST_F(BoundedAnswersTest, GetJobPagesTheTimelineNewestFirst) {
   auto worker = NewWorker("node-a", 2);
   v1::StartRanks start;

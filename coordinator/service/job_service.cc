@@ -10,6 +10,7 @@
 #include "coordinator/core/job_summary.h"
 #include "coordinator/service/auth_processor.h"
 #include "common/grpc_status.h"
+#include "common/spec_limits.h"
 #include "coordinator/service/watch_job_reactor.h"
 #include "spdlog/spdlog.h"
 
@@ -91,10 +92,35 @@ grpc::ServerUnaryReactor* JobService::GetJob(grpc::CallbackServerContext* contex
   return Reply(context, absl::OkStatus());
 }
 
+namespace {
+
+// A selector within the labels' own bounds (common/spec_limits.h): one no job
+// can carry matches nothing, and every entry is compared with every job.
+absl::Status CheckLabelSelector(const google::protobuf::Map<std::string, std::string>& selector) {
+  if (selector.size() > static_cast<size_t>(kMaxLabels)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label_selector: at most ", kMaxLabels, " entries (a job has at most that many labels), got ",
+                     selector.size()));
+  }
+  for (const auto& [key, value] : selector) {
+    if (key.size() > kMaxLabelKeyBytes || value.size() > kMaxLabelValueBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("label_selector: keys of at most ", kMaxLabelKeyBytes,
+                                                     " bytes and values of at most ", kMaxLabelValueBytes,
+                                                     " bytes, as labels; got ", key.size(), " and ", value.size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* JobService::ListJobs(grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
                                                v1::ListJobsResponse* response) {
+  if (absl::Status s = CheckLabelSelector(request->label_selector()); !s.ok()) return Reply(context, s);
   ListJobsQuery query;
   for (int s : request->states()) query.states.push_back(static_cast<v1::JobState>(s));
+  std::sort(query.states.begin(), query.states.end());  // each state once, however often it is named
+  query.states.erase(std::unique(query.states.begin(), query.states.end()), query.states.end());
   query.label_selector.insert(request->label_selector().begin(), request->label_selector().end());
   query.page_size = request->page_size();
   query.page_token = request->page_token();
