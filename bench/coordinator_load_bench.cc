@@ -146,15 +146,20 @@ void HeartbeatLoop(const std::vector<std::unique_ptr<SimNode>>& nodes, const std
   }
 }
 
-// Polls ListNodes until `n` nodes are READY or `stop`; the time they were seen.
-steady_clock::time_point PollReady(v1::JobService::Stub* jobs, int n, const std::atomic<bool>& stop) {
-  while (!stop.load()) {
+// Polls ListNodes until `n` nodes are READY, `stop` or `deadline` (the
+// phase's bound: the registration phase fails then, rather than waiting for
+// nodes that will never be READY); the time they were seen, or a default
+// time_point when they were not.
+steady_clock::time_point PollReady(v1::JobService::Stub* jobs, int n, const std::atomic<bool>& stop,
+                                   steady_clock::time_point deadline) {
+  while (!stop.load() && steady_clock::now() < deadline) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ListNodesRequest request;
     request.add_states(v1::NODE_STATE_READY);
+    request.set_page_size(1);  // the count is all it needs (a whole page of 2,048 nodes is 1.4 MB)
     v1::ListNodesResponse response;
-    if (jobs->ListNodes(&context, request, &response).ok() && response.nodes_size() >= n) return steady_clock::now();
+    if (jobs->ListNodes(&context, request, &response).ok() && response.total_size() >= n) return steady_clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return steady_clock::time_point();
@@ -251,7 +256,7 @@ int Run(const Flags& flags) {
   // (a) registration
   const steady_clock::time_point t_register = steady_clock::now();
   steady_clock::time_point t_ready;
-  std::thread poller([&] { t_ready = PollReady(jobs.get(), n, stop); });
+  std::thread poller([&] { t_ready = PollReady(jobs.get(), n, stop, t_register + phase_timeout); });
   for (auto& node : nodes) node->Register();
   const bool sessions = recorder.WaitFor(Count::kSessions, n, t_register + phase_timeout);
   poller.join();
@@ -266,6 +271,7 @@ int Run(const Flags& flags) {
   if (complete) {
     const steady_clock::time_point t_submit = steady_clock::now();
     grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + phase_timeout);
     v1::SubmitJobRequest request;
     *request.mutable_spec() = LoadJobSpec(n, flags.gpus);
     v1::SubmitJobResponse response;

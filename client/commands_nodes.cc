@@ -44,14 +44,30 @@ int RpcFailed(const grpc::Status& status, const GlobalOptions& global, absl::str
   return ReportRpcError(status, {global.coordinator, rpc, "", global.rpc_timeout}, console.err);
 }
 
+// Every node, page by page (each page its own call and timeout), into one
+// response; at most 1,000 pages (a million nodes).
+grpc::Status FetchAllNodes(JobStub& stub, const GlobalOptions& global, v1::ListNodesResponse* all) {
+  v1::ListNodesRequest request;
+  for (int pages = 0; pages < 1000; ++pages) {
+    v1::ListNodesResponse page;
+    grpc::ClientContext context;
+    SetTimeout(&context, global.rpc_timeout);
+    grpc::Status status = stub.ListNodes(&context, request, &page);
+    if (!status.ok()) return status;
+    for (v1::NodeInfo& node : *page.mutable_nodes()) *all->add_nodes() = std::move(node);
+    all->set_total_size(page.total_size());
+    if (page.next_page_token().empty()) break;
+    request.set_page_token(page.next_page_token());
+  }
+  return grpc::Status::OK;
+}
+
 // The node named `name` now (ListNodes, by id or hostname); nullopt with
 // the error reported.
 std::optional<v1::NodeInfo> FetchNode(JobStub& stub, const GlobalOptions& global, const std::string& node_id,
                                       Console& console, int* exit_code) {
   v1::ListNodesResponse response;
-  grpc::ClientContext context;
-  SetTimeout(&context, global.rpc_timeout);
-  grpc::Status status = stub.ListNodes(&context, v1::ListNodesRequest(), &response);
+  grpc::Status status = FetchAllNodes(stub, global, &response);
   if (!status.ok()) {
     *exit_code = RpcFailed(status, global, "ListNodes", console);
     return std::nullopt;
@@ -67,11 +83,8 @@ std::optional<v1::NodeInfo> FetchNode(JobStub& stub, const GlobalOptions& global
 }  // namespace
 
 int RunNodes(JobStub& stub, const GlobalOptions& global, Console& console) {
-  v1::ListNodesRequest request;
   v1::ListNodesResponse response;
-  grpc::ClientContext context;
-  SetTimeout(&context, global.rpc_timeout);
-  grpc::Status status = stub.ListNodes(&context, request, &response);
+  grpc::Status status = FetchAllNodes(stub, global, &response);
   if (!status.ok()) return RpcFailed(status, global, "ListNodes", console);
   if (IsStructured(global.output)) {
     PrintMessage(response, global.output, console.out);

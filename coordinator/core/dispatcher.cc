@@ -38,6 +38,10 @@ Dispatcher::Dispatcher(const Clock* clock, NodeRegistry* nodes, JobLifecycle* jo
 
 void Dispatcher::ScheduleNow() {
   std::lock_guard<std::mutex> lock(pass_mu_);
+  // Before reading every node (a pass runs after every registration: during a
+  // burst of thousands, reading them each time held the registry's lock that
+  // registrations and heartbeats wait for, and nodes lost their first lease).
+  if (!jobs_->HasWaitingJobs()) return;
   const absl::Time pass_start = clock_->Now();
   const std::vector<NodeCapacity> capacity = nodes_->SchedulableCapacity();
   std::vector<JobLifecycle::Waiting> waiting = jobs_->WaitingJobs(capacity);

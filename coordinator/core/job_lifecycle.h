@@ -102,6 +102,9 @@ class JobLifecycle : public RendezvousListener {
   };
   // Every waiting job, against the capacity the pass works with.
   std::vector<Waiting> WaitingJobs(const std::vector<NodeCapacity>& capacity) const;
+  // Whether any job is QUEUED or RESTARTING: a pass without one need not
+  // read every node's capacity (a pass runs after every registration).
+  bool HasWaitingJobs() const;
   // Starts generation `placement.generation()` (= `after_generation` + 1):
   // QUEUED -> PLACED or RESTARTING -> STARTING with the placement, then the
   // start orders and, from PLACED, STARTING. `where` describes the nodes for

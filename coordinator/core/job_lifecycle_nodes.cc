@@ -33,6 +33,15 @@ std::set<std::string> JobLifecycle::ExcludedNodesLocked(const Entry& entry,
   return excluded;
 }
 
+bool JobLifecycle::HasWaitingJobs() const {
+  for (const std::shared_ptr<Entry>& found : AllEntries()) {
+    std::lock_guard<std::mutex> lock(found->mu);
+    const v1::JobState s = found->record.job.state();
+    if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RESTARTING) return true;
+  }
+  return false;
+}
+
 std::vector<JobLifecycle::Waiting> JobLifecycle::WaitingJobs(const std::vector<NodeCapacity>& capacity) const {
   std::vector<Waiting> waiting;
   for (const std::shared_ptr<Entry>& found : AllEntries()) {

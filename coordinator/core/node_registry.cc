@@ -166,7 +166,11 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
   updated.info = std::move(info);
   by_credential_[updated.info.credential_sha256()] = stored_id;
   updated.session_id = ++next_session_;
-  updated.lease_expiry = now + lease_duration();
+  // From now, not from before the store write: every wait since (the
+  // database's queue, this lock) would come off the node's first lease, and
+  // in a burst of registrations a node could be LOST before its first
+  // heartbeat.
+  updated.lease_expiry = clock_->Now() + lease_duration();
   for (const RankSlot& slot : hold) {
     if (absl::Status s = ReserveLocked(updated, stored_id, {slot}); !s.ok()) {
       spdlog::warn("node {}: slot of rank {} of job {} (generation {}) not held: {}", stored_id, slot.global_rank,
@@ -365,6 +369,38 @@ std::vector<v1::NodeInfo> NodeRegistry::ListNodes() const {
     return a.hostname() != b.hostname() ? a.hostname() < b.hostname() : a.node_id() < b.node_id();
   });
   return out;
+}
+
+NodeRegistry::NodePage NodeRegistry::ListNodesPage(const std::vector<v1::NodeState>& states,
+                                                   const std::string& after_hostname, const std::string& after_node_id,
+                                                   int page_size, size_t max_bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  NodePage page;
+  std::vector<const Node*> after;  // the matching nodes past the token
+  for (const auto& [id, node] : nodes_) {
+    if (!states.empty() && std::find(states.begin(), states.end(), node.info.state()) == states.end()) continue;
+    ++page.total;
+    const std::string& host = node.info.hostname();
+    if (!after_hostname.empty() || !after_node_id.empty()) {
+      if (host < after_hostname || (host == after_hostname && id <= after_node_id)) continue;
+    }
+    after.push_back(&node);
+  }
+  auto order = [](const Node* a, const Node* b) {
+    return a->info.hostname() != b->info.hostname() ? a->info.hostname() < b->info.hostname()
+                                                    : a->info.node_id() < b->info.node_id();
+  };
+  const size_t wanted = std::min(after.size(), static_cast<size_t>(std::max(page_size, 1)));
+  std::partial_sort(after.begin(), after.begin() + static_cast<std::ptrdiff_t>(wanted), after.end(), order);
+  size_t bytes = 0;
+  for (size_t i = 0; i < wanted; ++i) {
+    v1::NodeInfo info = SnapshotLocked(*after[i]);
+    bytes += info.ByteSizeLong();
+    if (!page.nodes.empty() && bytes > max_bytes) break;
+    page.nodes.push_back(std::move(info));
+  }
+  page.more = page.nodes.size() < after.size();
+  return page;
 }
 
 std::vector<NodeCapacity> NodeRegistry::SchedulableCapacity() const {

@@ -163,6 +163,17 @@ class NodeRegistry {
   absl::StatusOr<v1::NodeInfo> GetNode(const std::string& node_id) const;
   // Every node, ordered by hostname then node id.
   std::vector<v1::NodeInfo> ListNodes() const;
+  // One page of the nodes in `states` (empty: all), in that order: at most
+  // `page_size` nodes after (after_hostname, after_node_id) (both empty: from
+  // the first), stopping before `max_bytes` of them (a page holds at least
+  // one). Only the page's nodes are copied.
+  struct NodePage {
+    std::vector<v1::NodeInfo> nodes;
+    bool more = false;  // nodes follow the page
+    int32_t total = 0;  // nodes in `states`, over all pages
+  };
+  NodePage ListNodesPage(const std::vector<v1::NodeState>& states, const std::string& after_hostname,
+                         const std::string& after_node_id, int page_size, size_t max_bytes) const;
   // READY nodes with their free capacity: the scheduler's input.
   std::vector<NodeCapacity> SchedulableCapacity() const;
 

@@ -159,13 +159,36 @@ grpc::ServerWriteReactor<v1::WatchJobResponse>* JobService::WatchJob(grpc::Callb
 
 grpc::ServerUnaryReactor* JobService::ListNodes(grpc::CallbackServerContext* context,
                                                 const v1::ListNodesRequest* request, v1::ListNodesResponse* response) {
-  for (v1::NodeInfo& node : nodes_->ListNodes()) {
-    if (request->states_size() > 0 &&
-        std::find(request->states().begin(), request->states().end(), node.state()) == request->states().end()) {
-      continue;
-    }
-    *response->add_nodes() = std::move(node);
+  constexpr int kMaxNodesPage = 1000;
+  constexpr size_t kMaxNodesPageBytes = size_t{1} << 20;
+  if (request->page_size() < 0 || request->page_size() > kMaxNodesPage) {
+    return Reply(context, absl::InvalidArgumentError(absl::StrCat("page_size: must be in [0, ", kMaxNodesPage,
+                                                                  "] (0: ", kMaxNodesPage, "), got ",
+                                                                  request->page_size())));
   }
+  // The token is the last node of the previous page: "<hostname>\n<node id>".
+  std::string after_hostname, after_node_id;
+  if (!request->page_token().empty()) {
+    const size_t cut = request->page_token().rfind('\n');
+    if (cut == std::string::npos) {
+      return Reply(context, absl::InvalidArgumentError("page_token: not a token ListNodes returned"));
+    }
+    after_hostname = request->page_token().substr(0, cut);
+    after_node_id = request->page_token().substr(cut + 1);
+  }
+  std::vector<v1::NodeState> states;
+  for (int s : request->states()) states.push_back(static_cast<v1::NodeState>(s));
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  NodeRegistry::NodePage page =
+      nodes_->ListNodesPage(states, after_hostname, after_node_id,
+                            request->page_size() == 0 ? kMaxNodesPage : request->page_size(), kMaxNodesPageBytes);
+  for (v1::NodeInfo& node : page.nodes) *response->add_nodes() = std::move(node);
+  if (page.more && response->nodes_size() > 0) {
+    const v1::NodeInfo& last = response->nodes(response->nodes_size() - 1);
+    response->set_next_page_token(absl::StrCat(last.hostname(), "\n", last.node_id()));
+  }
+  response->set_total_size(page.total);
   return Reply(context, absl::OkStatus());
 }
 

@@ -182,6 +182,51 @@ TEST_F(JobServiceTest, ListNodesFiltersByState) {
   EXPECT_EQ(response.nodes_size(), 0);
 }
 
+TEST_F(JobServiceTest, ListNodesPagesInHostnameOrderAndCountsEveryMatch) {
+  std::vector<std::unique_ptr<FakeWorker>> workers;
+  for (const char* host : {"node-e", "node-a", "node-d", "node-b", "node-c"}) {
+    workers.push_back(NewWorker(host, 1));
+    ASSERT_TRUE(workers.back()->Register().ok());
+  }
+  v1::ListNodesRequest request;
+  request.set_page_size(2);
+  std::vector<std::string> seen;
+  for (int pages = 1;; ++pages) {
+    ASSERT_LE(pages, 3);
+    v1::ListNodesResponse response;
+    ASSERT_TRUE(jobs_->ListNodes(Context().get(), request, &response).ok());
+    EXPECT_EQ(response.total_size(), 5);
+    EXPECT_LE(response.nodes_size(), 2);
+    for (const v1::NodeInfo& node : response.nodes()) seen.push_back(node.hostname());
+    if (response.next_page_token().empty()) {
+      EXPECT_EQ(pages, 3);
+      break;
+    }
+    request.set_page_token(response.next_page_token());
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"node-a", "node-b", "node-c", "node-d", "node-e"}));
+
+  // A count alone: one node, and how many match.
+  v1::ListNodesRequest count;
+  count.set_page_size(1);
+  count.add_states(v1::NODE_STATE_READY);
+  v1::ListNodesResponse counted;
+  ASSERT_TRUE(jobs_->ListNodes(Context().get(), count, &counted).ok());
+  EXPECT_EQ(counted.nodes_size(), 1);
+  EXPECT_EQ(counted.total_size(), 5);
+
+  v1::ListNodesRequest bad;
+  bad.set_page_size(1001);
+  v1::ListNodesResponse refused;
+  grpc::Status status = jobs_->ListNodes(Context().get(), bad, &refused);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "page_size: must be in [0, 1000] (0: 1000), got 1001");
+  bad.set_page_size(0);
+  bad.set_page_token("no newline");
+  status = jobs_->ListNodes(Context().get(), bad, &refused);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(JobServiceTest, WatchJobStreamsEveryChangeUntilTheJobEnds) {
   auto worker = NewWorker("node-a", 2);
   ASSERT_TRUE(worker->Register().ok());
