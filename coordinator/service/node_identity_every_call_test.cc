@@ -62,28 +62,13 @@ class NodeIdentityEveryCallTest : public CoordinatorFixture {
   // A session that opens as caller.node_id and reports progress of the
   // owner's rank 0; its status.
   grpc::Status SessionProgress(const Caller& caller) {
-    auto context = As(caller);
-    auto stream = nodes_->Session(context.get());
-    v1::WorkerMessage open;
-    open.mutable_open()->set_node_id(caller.node_id);
-    open.mutable_open()->set_session_id(caller.node_id == other_->node_id() ? other_->session_id() : 1);
     v1::WorkerMessage progress;
     progress.mutable_progress()->set_job_id(job_id_);
     progress.mutable_progress()->set_generation(1);
     progress.mutable_progress()->set_global_rank(0);
     progress.mutable_progress()->mutable_metrics()->set_step(7);
-    v1::WorkerMessage heartbeat;
-    *heartbeat.mutable_heartbeat()->mutable_time() = ToProtoTime(absl::Now());
-    if (stream->Write(open) && stream->Write(progress) && stream->Write(heartbeat)) {
-      v1::CoordinatorMessage reply;
-      while (stream->Read(&reply) && !reply.has_lease()) {
-      }
-    }
-    stream->WritesDone();
-    v1::CoordinatorMessage rest;
-    while (stream->Read(&rest)) {
-    }
-    return stream->Finish();
+    return SessionSending(As(caller).get(), caller.node_id,
+                          caller.node_id == other_->node_id() ? other_->session_id() : 1, progress);
   }
 
   // One call per method, "Service.Method", about the owner's rank 0.

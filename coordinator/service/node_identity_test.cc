@@ -85,23 +85,7 @@ class NodeIdentityTest : public CoordinatorFixture {
   // `message` and a heartbeat, waits for the lease or the end: its status.
   grpc::Status SessionAs(const std::string& credential, const std::string& node_id, int64_t session_id,
                          const v1::WorkerMessage& message) {
-    auto context = WithCredential(credential);
-    auto stream = nodes_->Session(context.get());
-    v1::WorkerMessage open;
-    open.mutable_open()->set_node_id(node_id);
-    open.mutable_open()->set_session_id(session_id);
-    v1::WorkerMessage heartbeat;
-    *heartbeat.mutable_heartbeat()->mutable_time() = ToProtoTime(absl::Now());
-    if (stream->Write(open) && stream->Write(message) && stream->Write(heartbeat)) {
-      v1::CoordinatorMessage reply;
-      while (stream->Read(&reply) && !reply.has_lease()) {
-      }
-    }
-    stream->WritesDone();
-    v1::CoordinatorMessage rest;
-    while (stream->Read(&rest)) {
-    }
-    return stream->Finish();
+    return SessionSending(WithCredential(credential).get(), node_id, session_id, message);
   }
 
   v1::WorkerMessage Progress(int32_t rank, int64_t step) {

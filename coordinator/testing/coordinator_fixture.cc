@@ -215,4 +215,24 @@ std::string CoordinatorFixture::StartCpuJob(FakeWorker* worker, v1::StartRanks* 
   return job_id;
 }
 
+grpc::Status CoordinatorFixture::SessionSending(grpc::ClientContext* context, const std::string& node_id,
+                                               int64_t session_id, const v1::WorkerMessage& message) {
+  auto stream = nodes_->Session(context);
+  v1::WorkerMessage open;
+  open.mutable_open()->set_node_id(node_id);
+  open.mutable_open()->set_session_id(session_id);
+  v1::WorkerMessage heartbeat;
+  *heartbeat.mutable_heartbeat()->mutable_time() = ToProtoTime(absl::Now());
+  if (stream->Write(open) && stream->Write(message) && stream->Write(heartbeat)) {
+    v1::CoordinatorMessage reply;
+    while (stream->Read(&reply) && !reply.has_lease()) {
+    }
+  }
+  stream->WritesDone();
+  v1::CoordinatorMessage rest;
+  while (stream->Read(&rest)) {
+  }
+  return stream->Finish();
+}
+
 }  // namespace ringmaster::coordinator::testing

@@ -110,6 +110,11 @@ class CoordinatorFixture : public ::testing::Test {
   // one node x 2 CPU ranks and ticks: the job is STARTING, generation 1, and
   // the worker has its StartRanks in *start.
   std::string StartCpuJob(FakeWorker* worker, v1::StartRanks* start);
+  // One NodeService.Session on `context` (its credential headers are the
+  // caller's): opens (node_id, session_id), sends `message` and a heartbeat,
+  // waits for the lease or the end; the stream's status.
+  grpc::Status SessionSending(grpc::ClientContext* context, const std::string& node_id, int64_t session_id,
+                              const v1::WorkerMessage& message);
 
   FakeClock clock_;
   CoordinatorConfig config_;
