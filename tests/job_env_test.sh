@@ -67,7 +67,10 @@ out=$(rm_cli submit "$spec" "${small[@]}" --set training.steps=100000 --set trai
   --set env.NCCL_DEBUG=WARN --set env.NCCL_ALGO=Ring 2>&1) || fail "submit failed: $out"
 job=$(job_id_of "$out")
 [ -n "$job" ] || fail "no job id in: $out"
-wait_until 60 "no trainer of $job is running" test -n "$(trainer_pids "$job")"
+# (a function: wait_until re-runs it at each poll; "$(...)" in its arguments
+# would be read once, before the trainer starts)
+job_running() { [ -n "$(trainer_pids "$job")" ]; }
+wait_until 60 "no trainer of $job is running" job_running
 pid=$(trainer_pids "$job" | head -1)
 env_of_rank=$(tr '\0' '\n' <"/proc/$pid/environ") || fail "cannot read /proc/$pid/environ"
 echo "--- the rank's environment:"

@@ -74,7 +74,10 @@ out=$(as bob submit "$spec" "${small[@]}" --set training.steps=100000 --set trai
   fail "bob's submit failed: $out"
 victim=$(job_id_of "$out")
 [ -n "$victim" ] || fail "no job id in: $out"
-wait_until 60 "bob's job $victim has no trainer running" test -n "$(trainer_pids "$victim")"
+# (a function: wait_until re-runs it at each poll; "$(...)" in its arguments
+# would be read once, before the trainer starts)
+victim_running() { [ -n "$(trainer_pids "$victim")" ]; }
+wait_until 60 "bob's job $victim has no trainer running" victim_running
 victim_pid=$(trainer_pids "$victim" | head -1)
 victim_context=$(tr '\0' '\n' <"/proc/$victim_pid/cmdline" | grep -A1 -x -- --rank-context | tail -1)
 victim_tmp=$(tr '\0' '\n' <"/proc/$victim_pid/environ" | grep '^TMPDIR=' | cut -d= -f2-)
