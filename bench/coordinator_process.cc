@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,9 +95,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                    "--state-dir",   process->dir_ + "/state", "--metrics-listen", ""};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   const std::string log = process->dir_ + "/coordinator.log";
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
   if (pid == 0) {
+    // A benchmark killed (a test's timeout, ^C) takes its coordinator with
+    // it. The signal is sent when the forking thread ends: Start must be
+    // called from a thread that lives as long as the process (main).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(127);  // the parent died before the prctl
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
       ::dup2(fd, STDOUT_FILENO);

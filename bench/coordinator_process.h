@@ -41,6 +41,8 @@ class CoordinatorProcess {
  public:
   // Starts the binary and waits until its gRPC port accepts a connection.
   // UNAVAILABLE (with the log's tail) if it exits or does not come up in time.
+  // The child is killed (SIGKILL) when the calling thread ends, so call it
+  // from the main thread: a benchmark that is killed leaves no coordinator.
   static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(const CoordinatorProcessOptions& options);
   ~CoordinatorProcess();  // Stop()
   CoordinatorProcess(const CoordinatorProcess&) = delete;

@@ -14,7 +14,6 @@ namespace {
 
 constexpr int kNcclUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
 constexpr char kCommunicator[] = "world";
-constexpr auto kRpcTimeout = std::chrono::seconds(60);
 
 SteadyTime Now() { return std::chrono::steady_clock::now(); }
 
@@ -26,8 +25,8 @@ struct Call {
   Request request;
   Response response;
   // `credential`: the node's, issued at Register; every node-facing call carries it.
-  explicit Call(const std::string& credential) {
-    context.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  Call(const std::string& credential, std::chrono::milliseconds timeout) {
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
     context.AddMetadata(kNodeCredentialHeader, credential);
   }
 };
@@ -55,12 +54,13 @@ SimStubs::SimStubs(std::shared_ptr<grpc::Channel> c)
       rendezvous(v1::RendezvousService::NewStub(channel)),
       session("/ringmaster.v1.NodeService/Session", grpc::internal::RpcMethod::BIDI_STREAMING, channel) {}
 
-SimNode::SimNode(int index, int gpus, SimStubs* stubs, SimRecorder* recorder)
+SimNode::SimNode(int index, int gpus, SimStubs* stubs, SimRecorder* recorder, std::chrono::milliseconds rpc_timeout)
     : index_(index),
       gpus_(gpus),
       stubs_(stubs),
       recorder_(recorder),
-      hostname_(absl::StrFormat("sim-%05d", index)) {}
+      hostname_(absl::StrFormat("sim-%05d", index)),
+      rpc_timeout_(rpc_timeout) {}
 
 SimNode::~SimNode() = default;
 
@@ -78,7 +78,7 @@ void SimNode::Register() {
     gpu->set_index(i);
     gpu->set_compute_capability_major(9);
   }
-  register_context_.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  register_context_.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     registering_ = true;
@@ -236,8 +236,8 @@ std::string SimNode::Credential() {
 
 void SimNode::StartRendezvous(const SimStartRanks& start, int rank) {
   if (rank == 0) {  // the communicator's rank 0 creates the id (ncclGetUniqueId) and publishes it
-    auto* call = new Call<v1::PublishNcclUniqueIdRequest, v1::PublishNcclUniqueIdResponse>(Credential());
-    BeginCall();
+    auto* call = new Call<v1::PublishNcclUniqueIdRequest, v1::PublishNcclUniqueIdResponse>(Credential(), rpc_timeout_);
+    BeginCall(&call->context);
     FillScope(call->request.mutable_scope(), start, rank);
     call->request.set_communicator(kCommunicator);
     call->request.set_unique_id(RandomId());
@@ -246,13 +246,13 @@ void SimNode::StartRendezvous(const SimStartRanks& start, int rank) {
         &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
           if (!status.ok()) recorder_->OnError(absl::StrCat("rank 0: PublishNcclUniqueId: ", status.error_message()));
           recorder_->OnRankId(Now(), status.ok());
+          EndCall(&call->context);
           delete call;
-          EndCall();
         });
     return;
   }
-  auto* call = new Call<v1::GetNcclUniqueIdRequest, v1::GetNcclUniqueIdResponse>(Credential());
-  BeginCall();
+  auto* call = new Call<v1::GetNcclUniqueIdRequest, v1::GetNcclUniqueIdResponse>(Credential(), rpc_timeout_);
+  BeginCall(&call->context);
   FillScope(call->request.mutable_scope(), start, rank);
   call->request.set_communicator(kCommunicator);
   stubs_->rendezvous->async()->GetNcclUniqueId(
@@ -265,8 +265,8 @@ void SimNode::StartRendezvous(const SimStartRanks& start, int rank) {
           recorder_->OnError(absl::StrCat("rank ", rank, ": GetNcclUniqueId returned other bytes than rank 0's"));
         }
         recorder_->OnRankId(now, ok);
+        EndCall(&call->context);
         delete call;
-        EndCall();
       });
 }
 
@@ -285,8 +285,8 @@ void SimNode::ReportExits() {
     credential = credential_;
   }
   for (int32_t rank : ranks) {
-    auto* call = new Call<v1::ReportRankExitRequest, v1::ReportRankExitResponse>(credential);
-    BeginCall();
+    auto* call = new Call<v1::ReportRankExitRequest, v1::ReportRankExitResponse>(credential, rpc_timeout_);
+    BeginCall(&call->context);
     call->request.set_node_id(node_id);
     call->request.set_job_id(job_id);
     call->request.set_generation(generation);
@@ -300,8 +300,8 @@ void SimNode::ReportExits() {
                                                                                status.error_message()));
                                              }
                                              recorder_->OnExitReported(Now());
+                                             EndCall(&call->context);
                                              delete call;
-                                             EndCall();
                                            });
   }
 }
@@ -322,27 +322,27 @@ void SimNode::OnDone(const grpc::Status& status) {
   done_cv_.notify_all();
 }
 
-void SimNode::BeginCall() {
+void SimNode::BeginCall(grpc::ClientContext* context) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++calls_in_flight_;
+  calls_.insert(context);
 }
 
-void SimNode::EndCall() {
+void SimNode::EndCall(grpc::ClientContext* context) {
   std::lock_guard<std::mutex> lock(mu_);
-  --calls_in_flight_;
+  calls_.erase(context);
   done_cv_.notify_all();
 }
 
-bool SimNode::WaitDone(SteadyTime deadline) {
+SimNode::Ending SimNode::WaitDone(SteadyTime deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   // Over: the stream ended (or never started and no Register is in flight),
-  // and no unary call is left (they end by their own deadline).
-  auto over = [&] { return (done_ || (!open_ && !registering_)) && calls_in_flight_ == 0; };
-  if (done_cv_.wait_until(lock, deadline, over)) return true;
+  // and no unary call is left.
+  auto over = [&] { return (done_ || (!open_ && !registering_)) && calls_.empty(); };
+  if (done_cv_.wait_until(lock, deadline, over)) return Ending::kByThemselves;
   if (registering_) register_context_.TryCancel();
   if (open_) session_context_.TryCancel();
-  done_cv_.wait(lock, over);
-  return false;
+  for (grpc::ClientContext* context : calls_) context->TryCancel();
+  return done_cv_.wait_until(lock, Now() + kCancelGrace, over) ? Ending::kCancelled : Ending::kStuck;
 }
 
 }  // namespace ringmaster::bench

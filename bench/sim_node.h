@@ -28,6 +28,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,9 @@ struct SimStubs {
 
 class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinatorMessage> {
  public:
-  // `stubs` and `recorder` must outlive the node.
-  SimNode(int index, int gpus, SimStubs* stubs, SimRecorder* recorder);
+  // `stubs` and `recorder` must outlive the node. Every call of the node
+  // (Register, the unary calls) has the deadline `rpc_timeout` from its start.
+  SimNode(int index, int gpus, SimStubs* stubs, SimRecorder* recorder, std::chrono::milliseconds rpc_timeout);
   ~SimNode() override;
 
   void Register();
@@ -64,9 +66,16 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinator
   void ReportExits();
   // Ends the stream (WritesDone once the writes queued are out).
   void Close();
-  // Waits for the stream and the node's calls to end; cancels the stream (or
-  // the Register) after `deadline`. True if everything ended by itself.
-  bool WaitDone(SteadyTime deadline);
+  // How a node's stream and calls ended.
+  enum class Ending {
+    kByThemselves,
+    kCancelled,  // cancelled at the deadline, then ended
+    kStuck,      // still not ended kCancelGrace after the cancel: a callback is due, do not destroy the node
+  };
+  static constexpr auto kCancelGrace = std::chrono::seconds(5);
+  // Waits for the stream and the node's calls to end; after `deadline`
+  // cancels them all and waits at most kCancelGrace more.
+  Ending WaitDone(SteadyTime deadline);
 
   // Reactor callbacks.
   void OnReadDone(bool ok) override;
@@ -88,8 +97,8 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinator
   // Queues a message; starts the write if none is in flight. Lock held.
   void QueueLocked(v1::WorkerMessage message, bool heartbeat);
   void PumpLocked();
-  void BeginCall();  // a unary call of the node starts / ended
-  void EndCall();
+  void BeginCall(grpc::ClientContext* context);  // a unary call of the node starts / ended
+  void EndCall(grpc::ClientContext* context);
   v1::WorkerMessage HeartbeatLocked() const;
   std::string Credential();
 
@@ -98,6 +107,7 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinator
   SimStubs* const stubs_;
   SimRecorder* const recorder_;
   const std::string hostname_;
+  const std::chrono::milliseconds rpc_timeout_;
 
   grpc::ClientContext register_context_;
   v1::RegisterNodeRequest register_request_;
@@ -108,7 +118,7 @@ class SimNode : public grpc::ClientBidiReactor<v1::WorkerMessage, SimCoordinator
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
   bool registering_ = false;  // Register in flight
-  int calls_in_flight_ = 0;   // rendezvous and exit calls
+  std::set<grpc::ClientContext*> calls_;  // rendezvous and exit calls in flight (cancelled by WaitDone)
   bool open_ = false;      // the session's first write was issued
   bool closing_ = false;   // Close() called
   bool writes_done_ = false;

@@ -37,6 +37,7 @@ enum class OutputFormat {
   kWide,   // the table with more columns (jobs: OWNER, LABELS)
   kJson,   // each response as one line of protobuf JSON (JSON Lines)
   kYaml,   // each response as a YAML document (its protobuf JSON), each after a `---` line
+  kCsv,    // the table as CSV (RFC 4180) where a command offers it (usage); others print their table
 };
 
 struct GlobalOptions {

@@ -41,8 +41,8 @@ expect 2 'ringmaster: file is required (see --help)' -- submit
 expect 2 "ringmaster: stdin: resources.nodes: must be >= 1, got 0" -- submit - < "$TEST_TMPDIR/bad.yaml"
 expect 2 'ringmaster: --wait excludes --follow (see --help)' -- submit x.yaml --wait --follow
 expect 2 'ringmaster: The following argument was not expected: frobnicate (see --help)' -- frobnicate
-expect 2 'ringmaster: --output: xml not in {table,wide,json,yaml} (see --help)' -- --output xml jobs
-expect 2 'ringmaster: a command is required: submit, jobs, describe, attach, logs, cancel, nodes, checkpoints, plan, validate, local or completion (see --help)' --
+expect 2 'ringmaster: --output: xml not in {table,wide,json,yaml,csv} (see --help)' -- --output xml jobs
+expect 2 'ringmaster: a command is required: submit, jobs, describe, attach, logs, cancel, nodes, queues, usage, checkpoints, plan, validate, local or completion (see --help)' --
 expect 2 'ringmaster: --rank: Value -1 not in range 0 to 2147483647 (see --help)' -- logs j-1 --rank -1
 expect 2 'ringmaster: --since: a positive duration such as 90s, 10m or 1h is expected, got "yesterday" (see --help)' -- \
   logs j-1 --since yesterday
@@ -114,7 +114,7 @@ expect_completion() {
 expect_completion jobs ringmaster jo
 expect_completion "attach" ringmaster at
 expect_completion drain ringmaster nodes dr
-expect_completion "table wide json yaml" ringmaster jobs -o ""
+expect_completion "table wide json yaml csv" ringmaster jobs -o ""
 expect_completion "--timestamps" ringmaster logs j-1 --ti
 expect_completion "--selector" ringmaster jobs --sel
 expect_completion "bash zsh" ringmaster completion ""

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/cli.h"
 #include "proto/job_service.grpc.pb.h"
@@ -96,6 +97,10 @@ int RunAttach(JobStub& stub, const GlobalOptions& global, const std::string& job
 // lost) and who cordoned them.
 int RunNodes(JobStub& stub, const GlobalOptions& global, Console& console);
 
+// queues: each queue's quota, use, borrowing, fair-share usage, running and
+// waiting jobs (admins see every queue, others their own).
+int RunQueues(JobStub& stub, const GlobalOptions& global, Console& console);
+
 // nodes cordon|uncordon|drain NODE [--reason TEXT] (drain: [--no-wait] [--timeout D])
 struct NodeCommandOptions {
   std::string node;    // id or hostname
@@ -110,6 +115,18 @@ int RunCordon(JobStub& stub, const GlobalOptions& global, const NodeCommandOptio
 // other nodes; waits (printing each job that moved) until nothing runs
 // there, unless !wait. kExitError when the timeout passes first.
 int RunDrain(JobStub& stub, const GlobalOptions& global, const NodeCommandOptions& options, Console& console);
+
+// usage [--by user|queue|job] [--since T]: GPU- and CPU-slot-hours per
+// key (GetUsage); -o csv for spreadsheets.
+struct UsageOptions {
+  std::string by = "user";
+  // RFC 3339 ("2026-11-01T00:00:00Z") or a duration that long ago ("24h",
+  // "7d"); empty: all of it.
+  std::string since;
+};
+// --since as a time (`now` for durations); INVALID_ARGUMENT naming --since.
+absl::StatusOr<absl::Time> ParseSince(const std::string& text, absl::Time now);
+int RunUsage(JobStub& stub, const GlobalOptions& global, const UsageOptions& options, Console& console);
 
 // checkpoints JOB [--all]: the job's checkpoints, newest first.
 struct CheckpointsOptions {

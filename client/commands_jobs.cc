@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/output.h"
@@ -120,7 +121,11 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
                                     FormatAge(job.submit_time(), now), FormatProgressCell(job.progress())};
     if (wide) {
       // An abridged summary (a job stored before the spec's limits) lists only some labels.
-      row.insert(row.end(), {job.queue_position() > 0 ? absl::StrCat("#", job.queue_position()) : "-",
+      // The job's queue, and its place among the waiting jobs ("team-a #3").
+      std::vector<std::string> queue;
+      if (!job.spec().queue().empty()) queue.push_back(job.spec().queue());
+      if (job.queue_position() > 0) queue.push_back(absl::StrCat("#", job.queue_position()));
+      row.insert(row.end(), {queue.empty() ? "-" : absl::StrJoin(queue, " "),
                              job.owner().empty() ? "-" : job.owner(),
                              FormatLabels(job.spec().labels()) + (job.abridged() ? ",..." : "")});
     }

@@ -129,6 +129,7 @@ TEST_F(CommandsTest, JobsWideAddsQueueOwnerAndSortedLabels) {
   (*job.mutable_spec()->mutable_labels())["team"] = "nlp";
   (*job.mutable_spec()->mutable_labels())["env"] = "dev";
   (*job.mutable_spec()->mutable_labels())["env.region"] = "eu";
+  job.mutable_spec()->set_queue("nlp");
   *script().list_jobs_pages[0].add_jobs() = job;
   v1::JobSummary queued = MakeSummary("j-1", "mlp", v1::JOB_STATE_QUEUED);
   queued.set_queue_position(3);
@@ -143,7 +144,7 @@ TEST_F(CommandsTest, JobsWideAddsQueueOwnerAndSortedLabels) {
   EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
   EXPECT_EQ(out_.str(),
             "ID   NAME       STATE    PRIORITY  GEN  RANKS  AGE  PROGRESS  QUEUE  OWNER  LABELS\n"
-            "j-2  gpt-small  RUNNING  0         0    -      5m   -         -      alice  env=dev,env.region=eu,team=nlp\n"
+            "j-2  gpt-small  RUNNING  0         0    -      5m   -         nlp    alice  env=dev,env.region=eu,team=nlp\n"
             "j-1  mlp        QUEUED   0         0    -      5m   -         #3     -      -\n"
             "j-0  huge       QUEUED   0         0    -      5m   -         #4     -      k000000=v,...\n");
   // Commands without a wide form print their table.

@@ -138,6 +138,7 @@ TEST_F(CommandsTest, DescribeShowsSpecPlacementAndTimeline) {
             "restart.progress_timeout_seconds  600                default\n"
             "priority                          0                  default\n"
             "seed                              0                  default\n"
+            "queue                             \"\"                 default\n"
             "\n"
             "Placement: generation 2, 2 ranks on 1 node(s) x 2, data 2 x pipeline 1\n"
             "RANK  NODE  HOSTNAME  LOCAL  NODE_RANK  DATA  STAGE  GPU\n"

@@ -127,6 +127,15 @@ grpc::Status FakeJobService::ListCheckpoints(grpc::ServerContext*, const v1::Lis
   return grpc::Status::OK;
 }
 
+grpc::Status FakeJobService::GetUsage(grpc::ServerContext*, const v1::GetUsageRequest* request,
+                                      v1::GetUsageResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.usage.push_back(*request);
+  if (!script_.usage_status.ok()) return script_.usage_status;
+  *response = script_.usage;
+  return grpc::Status::OK;
+}
+
 FakeCoordinator::FakeCoordinator() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

@@ -44,6 +44,8 @@ class FakeJobService final : public v1::JobService::Service {
     v1::CordonNodeResponse cordon;
     grpc::Status drain_status;
     v1::DrainNodeResponse drain;
+    grpc::Status usage_status;
+    v1::GetUsageResponse usage;
     // StreamLogs sends these chunks, then ends with logs_status.
     std::vector<v1::LogChunk> log_chunks;
     grpc::Status logs_status;
@@ -65,6 +67,7 @@ class FakeJobService final : public v1::JobService::Service {
     std::vector<v1::ListCheckpointsRequest> checkpoints;
     std::vector<v1::CordonNodeRequest> cordon;
     std::vector<v1::DrainNodeRequest> drain;
+    std::vector<v1::GetUsageRequest> usage;
   };
 
   Script& script() { return script_; }
@@ -92,6 +95,8 @@ class FakeJobService final : public v1::JobService::Service {
                           v1::CordonNodeResponse* response) override;
   grpc::Status DrainNode(grpc::ServerContext*, const v1::DrainNodeRequest* request,
                          v1::DrainNodeResponse* response) override;
+  grpc::Status GetUsage(grpc::ServerContext*, const v1::GetUsageRequest* request,
+                        v1::GetUsageResponse* response) override;
 
  private:
   std::mutex mu_;

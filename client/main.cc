@@ -68,6 +68,7 @@ OutputFormat ParseOutputFormat(const std::string& name) {
   if (name == "wide") return OutputFormat::kWide;
   if (name == "json") return OutputFormat::kJson;
   if (name == "yaml") return OutputFormat::kYaml;
+  if (name == "csv") return OutputFormat::kCsv;
   return OutputFormat::kTable;
 }
 
@@ -83,10 +84,11 @@ std::string CheckPositiveDuration(const std::string& text) {
 // What `ringmaster completion` completes flag values and arguments to.
 CompletionOptions CompletionValues() {
   CompletionOptions options;
-  const std::vector<std::string> formats = {"table", "wide", "json", "yaml"};
+  const std::vector<std::string> formats = {"table", "wide", "json", "yaml", "csv"};
   options.words = {
       {"-o", formats},
       {"--output", formats},
+      {"--by", {"user", "queue", "job"}},
       {"--state", {"queued", "placed", "starting", "running", "restarting", "succeeded", "failed", "cancelled"}},
       {"--gpu", ringmaster::engine::plan::DeviceNames()},
       {"--log-level", {"trace", "debug", "info", "warn", "error", "critical", "off"}},
@@ -120,8 +122,9 @@ int main(int argc, char** argv) {
       ->envname("RINGMASTER_TOKEN_FILE");
   app.add_option("-o,--output", output,
                  "Output format: table, wide (more columns where a command has them), json (one line per "
-                 "response) or yaml (one document per response)")
-      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}))
+                 "response), yaml (one document per response) or csv (usage's table as CSV; other commands "
+                 "print their table)")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml", "csv"}))
       ->capture_default_str();
   app.require_subcommand(0, 1);  // none: our own message below
   app.fallthrough();  // global flags may follow the command
@@ -224,6 +227,21 @@ int main(int argc, char** argv) {
   uncordon_cmd->footer("Example: ringmaster nodes uncordon dgx-07");
   drain_cmd->footer("Example: ringmaster nodes drain dgx-07 --reason 'driver upgrade' --timeout 20m");
 
+  CLI::App* queues_cmd = app.add_subcommand(
+      "queues", "List the queues: quota, use, borrowing, fair-share usage, running and waiting jobs");
+  queues_cmd->footer("Example: ringmaster queues -o json\nQueues come from the coordinator's --queues file "
+                     "(docs/operations.md).");
+
+  UsageOptions usage;
+  CLI::App* usage_cmd = app.add_subcommand("usage", "GPU-hours and CPU-slot-hours used, by user, queue or job");
+  usage_cmd->add_option("--by", usage.by, "Group by user, queue or job")
+      ->check(CLI::IsMember({"user", "queue", "job"}))
+      ->capture_default_str();
+  usage_cmd->add_option("--since", usage.since,
+                        "Only usage after this time: RFC 3339 (2026-11-01T00:00:00Z) or how long ago (24h, 7d)");
+  usage_cmd->footer("Example: ringmaster usage --by queue --since 7d -o csv\nAdmins see everyone's usage, "
+                    "other users their own jobs'.");
+
   CheckpointsOptions checkpoints;
   CLI::App* checkpoints_cmd = app.add_subcommand("checkpoints", "List a job's checkpoints, newest first");
   checkpoints_cmd->add_option("job", checkpoints.job_id, "Job id")->required();
@@ -289,7 +307,7 @@ int main(int argc, char** argv) {
   }
 
   if (app.get_subcommands().empty()) {
-    std::cerr << "ringmaster: a command is required: submit, jobs, describe, attach, logs, cancel, nodes, "
+    std::cerr << "ringmaster: a command is required: submit, jobs, describe, attach, logs, cancel, nodes, queues, usage, "
                  "checkpoints, plan, validate, local or completion (see --help)\n";
     return kExitUsage;
   }
@@ -351,5 +369,7 @@ int main(int argc, char** argv) {
     return RunNodes(*stub, global, console);
   }
   if (checkpoints_cmd->parsed()) return RunCheckpoints(*stub, global, checkpoints, console);
+  if (queues_cmd->parsed()) return RunQueues(*stub, global, console);
+  if (usage_cmd->parsed()) return RunUsage(*stub, global, usage, console);
   return kExitUsage;  // unreachable: one command was parsed
 }

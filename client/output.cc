@@ -35,6 +35,23 @@ void Table::Render(std::ostream& out) const {
   }
 }
 
+void Table::RenderCsv(std::ostream& out) const {
+  for (const auto& row : rows_) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) out << ',';
+      const std::string& cell = row[i];
+      if (cell.find_first_of(",\"\r\n") == std::string::npos) {
+        out << cell;
+        continue;
+      }
+      out << '"';
+      for (char c : cell) out << (c == '"' ? "\"\"" : std::string(1, c));
+      out << '"';
+    }
+    out << "\n";
+  }
+}
+
 namespace {
 
 std::string ToJson(const google::protobuf::Message& message) {

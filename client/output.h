@@ -28,6 +28,9 @@ class Table {
   explicit Table(std::vector<std::string> header);
   void AddRow(std::vector<std::string> row);
   void Render(std::ostream& out) const;
+  // The rows as CSV (RFC 4180: a cell with a comma, quote or line break is
+  // quoted, its quotes doubled), each line ending in "\n".
+  void RenderCsv(std::ostream& out) const;
 
  private:
   std::vector<std::vector<std::string>> rows_;

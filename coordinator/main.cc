@@ -13,6 +13,7 @@
 // server), serves until SIGINT/SIGTERM, then shuts down gracefully. A startup
 // error (the database cannot be opened, the port is in use) is one line on
 // stderr and exit status 1.
+#include <csignal>
 #include <atomic>
 #include <cstdio>
 #include <limits>
@@ -46,6 +47,7 @@ struct Flags {
   std::string rendezvous_timeout = "5m";
   std::string stop_grace_period = "30s";
   std::string drain_checkpoint_timeout = "5m";
+  std::string preemption_grace = "5m";
   std::string shutdown_timeout = "5s";
   std::string node_recovery_grace = "60s";
   double job_retention_days = 30;
@@ -86,6 +88,7 @@ int Run(Flags& flags) {
         std::make_tuple("--stop-grace-period", &flags.stop_grace_period, &config.stop_grace_period),
         std::make_tuple("--drain-checkpoint-timeout", &flags.drain_checkpoint_timeout,
                         &config.drain_checkpoint_timeout),
+        std::make_tuple("--preemption-grace", &flags.preemption_grace, &config.preemption_grace),
         std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout),
         std::make_tuple("--node-recovery-grace", &flags.node_recovery_grace, &config.node_recovery_grace)}) {
     if (absl::Status s = ringmaster::ParseDurationFlag(name, *text, /*allow_zero=*/false, out); !s.ok()) {
@@ -105,7 +108,12 @@ int Run(Flags& flags) {
   g_starting = false;
   spdlog::info("ringmaster-coordinator {} ready: gRPC on port {}, state in {}", ringmaster::kVersion, (*server)->port(),
                config.state_dir);
-  const int sig = ringmaster::WaitForShutdownSignal();
+  int sig = ringmaster::WaitForShutdownSignal(SIGHUP);
+  for (; sig == SIGHUP; sig = ringmaster::WaitForShutdownSignal(SIGHUP)) {
+    if (absl::Status s = (*server)->ReloadQueues(); !s.ok()) {
+      spdlog::error("SIGHUP: the queues in force stay: {}", std::string(s.message()));
+    }
+  }
   spdlog::info("signal {}: shutting down", sig);
   (*server)->Shutdown();
   server->reset();  // joins what is left and closes the database
@@ -115,7 +123,7 @@ int Run(Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ringmaster::BlockShutdownSignals();  // before any thread starts
+  ringmaster::BlockShutdownSignals(SIGHUP);  // before any thread starts; SIGHUP: read the queues file again
   CLI::App app{"ringmaster-coordinator: queues, schedules and supervises training jobs"};
   Flags flags;
   ringmaster::AddCommonFlags(app, &flags.common);
@@ -137,6 +145,13 @@ int main(int argc, char** argv) {
                  "Every rank of a generation must join its rendezvous within this time")
       ->capture_default_str();
   app.add_option("--stop-grace-period", flags.stop_grace_period, "Time ranks get between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  app.add_option("--queues", flags.config.queues_file,
+                 "The teams' queues: quotas, borrowing, fair share, members (YAML, docs/operations.md); read again "
+                 "on SIGHUP. Default: one queue holding everything");
+  app.add_option("--preemption-grace", flags.preemption_grace,
+                 "A preempted job that wrote no checkpoint within this time is stopped all the same (it resumes "
+                 "from its newest)")
       ->capture_default_str();
   app.add_option("--drain-checkpoint-timeout", flags.drain_checkpoint_timeout,
                  "A drained node's job moves after this long even without the checkpoint it was asked for "

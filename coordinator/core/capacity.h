@@ -40,6 +40,13 @@ struct NodeGrant {
   int32_t cpu_slots = 0;
 };
 
+// The slots one generation of a job holds, node by node (node id order).
+struct HeldGeneration {
+  std::string job_id;
+  int64_t generation = 0;
+  std::vector<NodeGrant> nodes;  // hostname empty
+};
+
 }  // namespace ringmaster::coordinator
 
 #endif  // RINGMASTER_COORDINATOR_CAPACITY_H_

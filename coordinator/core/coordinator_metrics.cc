@@ -27,7 +27,7 @@ std::string StateLabel(v1::JobState s) { return absl::AsciiStrToLower(StateName(
 constexpr v1::JobEventKind kRestartCauses[] = {
     v1::JOB_EVENT_KIND_RANK_EXITED,         v1::JOB_EVENT_KIND_NODE_LOST, v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
     v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT,  v1::JOB_EVENT_KIND_RECOVERED, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED,
-    v1::JOB_EVENT_KIND_NODE_DRAINED};
+    v1::JOB_EVENT_KIND_NODE_DRAINED,        v1::JOB_EVENT_KIND_PREEMPTED};
 
 const prometheus::Histogram::BucketBoundaries kRpcLatencyBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -105,6 +105,12 @@ absl::Status CoordinatorMetrics::Register() {
                    registry_->AddCounter("ringmaster_coordinator_logs_dropped_total",
                                          "Log lines dropped: quota (a job's oldest, to make room within its quota), "
                                          "disk_low (new lines refused while the disk is under its reserve)."));
+  ASSIGN_OR_RETURN(queue_gpu_seconds_,
+                   registry_->AddCounter("ringmaster_queue_gpu_seconds_total",
+                                         "GPU-seconds held by the jobs of each queue (the store's placements)."));
+  ASSIGN_OR_RETURN(queue_cpu_slot_seconds_,
+                   registry_->AddCounter("ringmaster_queue_cpu_slot_seconds_total",
+                                         "CPU-slot-seconds held by the jobs of each queue (the store's placements)."));
   ASSIGN_OR_RETURN(disk_free_, registry_->AddCallbackGauges("ringmaster_coordinator_disk_free_bytes",
                                                             "Free bytes on the filesystem of the coordinator's "
                                                             "state directory (database and logs)."));
@@ -256,6 +262,16 @@ void CoordinatorMetrics::ObserveRpc(const std::string& method, const std::string
   rpcs_->Add({{"method", method}, {"code", code}}).Increment();
   if (!unary) return;
   rpc_latency_->Add({{"method", method}}, kRpcLatencyBuckets).Observe(absl::ToDoubleSeconds(latency));
+}
+
+void CoordinatorMetrics::SetQueueUsage(const std::vector<UsageTotal>& totals) {
+  std::lock_guard<std::mutex> lock(usage_mu_);  // two refreshes must not both add the same difference
+  for (const UsageTotal& t : totals) {
+    prometheus::Counter& gpu = queue_gpu_seconds_->Add({{"queue", t.key}});
+    prometheus::Counter& cpu = queue_cpu_slot_seconds_->Add({{"queue", t.key}});
+    gpu.Increment(std::max(0.0, t.gpu_seconds - gpu.Value()));
+    cpu.Increment(std::max(0.0, t.cpu_slot_seconds - cpu.Value()));
+  }
 }
 
 void CoordinatorMetrics::SetDiskReserve(const DiskReserve* reserve) {

@@ -31,6 +31,11 @@
 //   ringmaster_rpc_latency_seconds{method}       histogram: unary RPCs, handler start -> status sent
 //   ringmaster_rpcs_total{method,code}           counter: RPCs finished, by status code
 //   ringmaster_log_lines_total{result}           counter: pushed log lines (stored, duplicate, invalid)
+//   ringmaster_queue_gpu_seconds_total{queue}    counter: GPU-seconds held by the queue's jobs, from the
+//                                                store's placements (SetQueueUsage: running ones up to
+//                                                the last refresh); it continues across restarts
+//   ringmaster_queue_cpu_slot_seconds_total{queue}
+//                                                counter: CPU-slot-seconds, the same
 //   ringmaster_coordinator_disk_free_bytes       gauge: free bytes on the state directory's filesystem
 //   ringmaster_coordinator_disk_reserve_bytes    gauge: the reserve kept there (--disk-reserve)
 //   ringmaster_coordinator_disk_low              gauge: 1 while free < reserve (new log lines refused)
@@ -62,6 +67,7 @@
 #include "coordinator/core/node_registry.h"
 #include "coordinator/store/disk_space.h"
 #include "coordinator/store/log_store.h"
+#include "coordinator/store/store.h"
 
 namespace ringmaster::coordinator {
 
@@ -84,6 +90,11 @@ class CoordinatorMetrics : public JobListener, public LogStoreListener {
   void ObserveRpc(const std::string& method, const std::string& code, absl::Duration latency, bool unary);
   // Log lines PushLogs handled.
   void CountLogLines(int64_t stored, int64_t duplicates, int64_t invalid);
+  // The queues' usage since the store began (Accounting::QueueTotals): the
+  // queue counters advance to these totals, never back (a total that
+  // shrinks leaves its counter where it is). A restarted coordinator starts
+  // them at the stored totals, so Prometheus sees no reset.
+  void SetQueueUsage(const std::vector<UsageTotal>& totals);
   // The disk gauges read `reserve` (not owned; it must outlive the scrapes)
   // when scraped.
   void SetDiskReserve(const DiskReserve* reserve);
@@ -139,6 +150,9 @@ class CoordinatorMetrics : public JobListener, public LogStoreListener {
   prometheus::Counter* log_invalid_ = nullptr;
   prometheus::Family<prometheus::Gauge>* log_bytes_ = nullptr;      // series touched by LogStoreListener only
   prometheus::Family<prometheus::Counter>* logs_dropped_ = nullptr;  // the same
+  prometheus::Family<prometheus::Counter>* queue_gpu_seconds_ = nullptr;       // series added by SetQueueUsage
+  prometheus::Family<prometheus::Counter>* queue_cpu_slot_seconds_ = nullptr;  // the same
+  std::mutex usage_mu_;  // SetQueueUsage
   CallbackGauges* disk_free_ = nullptr;
   CallbackGauges* disk_reserve_ = nullptr;
   CallbackGauges* disk_low_ = nullptr;

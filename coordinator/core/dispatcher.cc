@@ -32,9 +32,9 @@ int32_t ElasticNodes(const JobLifecycle::Waiting& job, const std::vector<NodeCap
   return std::max(job.min_nodes, std::min(wanted, could_hold));
 }
 
-Dispatcher::Dispatcher(const Clock* clock, NodeRegistry* nodes, JobLifecycle* jobs,
+Dispatcher::Dispatcher(const Clock* clock, NodeRegistry* nodes, JobLifecycle* jobs, QueueBook* queues,
                        std::function<void(absl::Duration)> on_pass)
-    : clock_(clock), nodes_(nodes), jobs_(jobs), on_pass_(std::move(on_pass)) {}
+    : clock_(clock), nodes_(nodes), jobs_(jobs), queues_(queues), on_pass_(std::move(on_pass)) {}
 
 void Dispatcher::ScheduleNow() {
   std::lock_guard<std::mutex> lock(pass_mu_);
@@ -53,16 +53,43 @@ void Dispatcher::ScheduleNow() {
     queue.push_back(w.request);
     by_id[w.request.job_id] = &w;
   }
-  ScheduleResult result = Schedule(std::move(queue), capacity);
+  const std::vector<RunningJob> running = jobs_->RunningJobs(nodes_->HeldGenerations());
+  ScheduleResult result = ScheduleQueues(std::move(queue), running, queues_->States(), capacity);
   for (const JobPlacement& placed : result.placed) {
     if (absl::Status s = Place(*by_id.at(placed.job_id), placed); !s.ok()) {
       spdlog::error("job {}: placement not applied: {}", placed.job_id, s.ToString());
+    }
+  }
+  for (const Preemption& p : result.preempt) {
+    spdlog::info("job {}: preempted for {}: {}", p.job_id, p.for_job, p.reason);
+    if (absl::Status s = jobs_->Preempt(p.job_id, p.reason); !s.ok()) {
+      spdlog::error("job {}: preemption not applied (next pass): {}", p.job_id, s.ToString());
     }
   }
   for (const WaitingJob& w : result.waiting) {
     jobs_->SetWaitingMessage(w.job_id, w.message, w.feasible ? "" : w.message);
   }
   if (on_pass_) on_pass_(clock_->Now() - pass_start);
+}
+
+std::map<std::string, Dispatcher::QueueLoad> Dispatcher::QueueLoads() const {
+  std::map<std::string, QueueLoad> loads;
+  for (const RunningJob& r : jobs_->RunningJobs(nodes_->HeldGenerations())) {
+    QueueLoad& load = loads[r.queue];
+    if (!r.preempting) ++load.running_jobs;
+    for (const NodeGrant& g : r.nodes) {
+      load.used.gpus += static_cast<int64_t>(g.gpu_uuids.size());
+      load.used.cpu_slots += g.cpu_slots;
+    }
+  }
+  for (const std::string& queue : jobs_->WaitingQueues()) ++loads[queue].waiting_jobs;
+  return loads;
+}
+
+void Dispatcher::AccountUsage() {
+  std::map<std::string, QueueResources> held;
+  for (const auto& [queue, load] : QueueLoads()) held[queue] = load.used;
+  queues_->Advance(held);
 }
 
 absl::Status Dispatcher::Place(const JobLifecycle::Waiting& job, const JobPlacement& granted) {

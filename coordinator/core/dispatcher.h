@@ -19,12 +19,15 @@
 // time (JobLifecycle's rules).
 
 #include <functional>
+#include <map>
+#include <string>
 #include <mutex>
 
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/core/job_lifecycle.h"
 #include "coordinator/core/node_registry.h"
+#include "coordinator/core/queue_book.h"
 
 namespace ringmaster::coordinator {
 
@@ -32,11 +35,26 @@ class Dispatcher {
  public:
   // `on_pass`: called after every pass over a non-empty queue with the time
   // it took (injected clock); may be empty.
-  Dispatcher(const Clock* clock, NodeRegistry* nodes, JobLifecycle* jobs,
+  Dispatcher(const Clock* clock, NodeRegistry* nodes, JobLifecycle* jobs, QueueBook* queues,
              std::function<void(absl::Duration)> on_pass);
 
-  // One scheduling pass over the QUEUED and RESTARTING jobs.
+  // One scheduling pass over the QUEUED and RESTARTING jobs: places what the
+  // queues' quotas, borrowing limits and fair share allow (ScheduleQueues)
+  // and asks the jobs the scheduler picks to be preempted (checkpoint first:
+  // JobLifecycle::Preempt) so that a queue gets its quota back.
   void ScheduleNow();
+
+  // What every queue holds now (slots of running jobs and of generations
+  // whose ranks are still exiting), and how many jobs run and wait in it.
+  struct QueueLoad {
+    QueueResources used;
+    int32_t running_jobs = 0;
+    int32_t waiting_jobs = 0;
+  };
+  std::map<std::string, QueueLoad> QueueLoads() const;
+  // Adds what the queues held since the previous call to their fair-share
+  // usage (QueueBook::Advance); every tick.
+  void AccountUsage();
 
  private:
   // Begins one placed job's generation: placement, slots, JobLifecycle.
@@ -45,6 +63,7 @@ class Dispatcher {
   const Clock* clock_;
   NodeRegistry* nodes_;
   JobLifecycle* jobs_;
+  QueueBook* queues_;
   const std::function<void(absl::Duration)> on_pass_;
   std::mutex pass_mu_;  // one pass at a time
 };

@@ -12,9 +12,10 @@ JobController::JobController(const Clock* clock, Store* store, NodeRegistry* nod
                              Rendezvous* rendezvous, JobControllerOptions options)
     : nodes_(nodes),
       rendezvous_(rendezvous),
+      queues_(clock, options.queues.has_value() ? *options.queues : QueueConfig::Default()),
       lifecycle_(clock, store, nodes, checkpoints, rendezvous, options),
       reconciler_(nodes, &lifecycle_, options),
-      dispatcher_(clock, nodes, &lifecycle_, options.on_schedule_pass) {}
+      dispatcher_(clock, nodes, &lifecycle_, &queues_, options.on_schedule_pass) {}
 
 void JobController::AddListener(JobListener* listener) { lifecycle_.AddListener(listener); }
 
@@ -23,6 +24,8 @@ absl::Status JobController::Recover() { return lifecycle_.Recover(); }
 // ---- JobService ----
 
 absl::StatusOr<v1::Job> JobController::Submit(v1::JobSpec spec, const SubmitOptions& options) {
+  ASSIGN_OR_RETURN(std::string queue, queues_.Resolve(options.user, spec.queue()));
+  spec.set_queue(queue);
   return lifecycle_.Submit(std::move(spec), options);
 }
 
@@ -152,6 +155,8 @@ void JobController::Tick() {
   reconciler_.HandleLostNodes();
   lifecycle_.CheckProgress();
   ContinueDrains();
+  lifecycle_.ContinuePreemptions();
+  dispatcher_.AccountUsage();
   rendezvous_->CheckDeadlines();  // may call OnRendezvousFailed: no lock of ours held here
   ScheduleNow();
 }
@@ -167,6 +172,8 @@ void JobController::OnRendezvousComplete(const std::string& job_id, int64_t gene
 void JobController::OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) {
   lifecycle_.OnRendezvousFailed(job_id, generation, reason);
 }
+
+void JobController::ReplaceQueues(QueueConfig config) { queues_.Replace(std::move(config)); }
 
 absl::StatusOr<std::vector<std::string>> JobController::ExpireFinishedJobs(absl::Time now,
                                                                           const JobRetention& retention) {

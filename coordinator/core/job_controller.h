@@ -22,7 +22,8 @@
 //
 // Time: Tick() (call it about once a second) expires node leases, restarts
 // generations that made no progress for restart.progress_timeout_seconds,
-// moves jobs off draining nodes, lets the Rendezvous fail generations past
+// moves jobs off draining nodes, stops preempted jobs past their grace
+// period, adds the queues' usage to their fair share, lets the Rendezvous fail generations past
 // their deadline, and schedules.
 //
 // Threading: thread-safe; the managers' locks, never one for everything.
@@ -78,6 +79,9 @@ class JobController : public RendezvousListener {
   // Applies defaults, validates (INVALID_ARGUMENT naming the field), stores
   // the job and its SUBMITTED event durably, queues it. A request_id already
   // used returns that job. validate_only: stores nothing; the job has no id.
+  // spec.queue is resolved first (QueueConfig::ResolveQueue: INVALID_ARGUMENT
+  // for an unknown queue, PERMISSION_DENIED for a user not its member; empty:
+  // the user's default) and the job records the queue chosen.
   // The job's `unschedulable` says why when no node registered now could
   // ever run it (it is queued all the same).
   absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
@@ -186,6 +190,15 @@ class JobController : public RendezvousListener {
   // there; then the node's `draining` ends (it stays cordoned).
   absl::StatusOr<DrainResult> DrainNode(const std::string& node, const std::string& by, const std::string& reason);
 
+  // ---- queues (docs/operations.md) ----
+
+  // The queues in force and their fair-share usage.
+  const QueueBook& queues() const { return queues_; }
+  // A new queues file (SIGHUP): in force from the next Submit and pass.
+  void ReplaceQueues(QueueConfig config);
+  // What each queue holds and how many of its jobs run and wait.
+  std::map<std::string, Dispatcher::QueueLoad> QueueLoads() const { return dispatcher_.QueueLoads(); }
+
   // ---- retention ----
 
   // Deletes finished jobs past `retention` (JobLifecycle::ExpireFinished);
@@ -210,6 +223,7 @@ class JobController : public RendezvousListener {
 
   NodeRegistry* const nodes_;
   Rendezvous* const rendezvous_;
+  QueueBook queues_;
   JobLifecycle lifecycle_;
   NodeReconciler reconciler_;
   Dispatcher dispatcher_;

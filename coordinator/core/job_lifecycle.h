@@ -105,6 +105,8 @@ class JobLifecycle : public RendezvousListener {
   // Whether any job is QUEUED or RESTARTING: a pass without one need not
   // read every node's capacity (a pass runs after every registration).
   bool HasWaitingJobs() const;
+  // The queue of every waiting job (one entry per job).
+  std::vector<std::string> WaitingQueues() const;
   // Starts generation `placement.generation()` (= `after_generation` + 1):
   // QUEUED -> PLACED or RESTARTING -> STARTING with the placement, then the
   // start orders and, from PLACED, STARTING. `where` describes the nodes for
@@ -172,6 +174,26 @@ class JobLifecycle : public RendezvousListener {
   // Returns the ids of the jobs still placed on the node.
   std::vector<std::string> DrainNode(const std::string& node_id, const std::string& hostname);
 
+  // ---- preemption (a queue reclaims its quota; job_lifecycle_preempt.cc) ----
+  // Asks a job to give its slots back, checkpoint first (`reason`: who
+  // preempts it and why, for its timeline):
+  //  * RUNNING: its ranks are asked for a checkpoint now (a
+  //    PREEMPTION_REQUESTED event; CheckpointNow orders, sent again every
+  //    30 s). The next checkpoint that completes stops the generation;
+  //    without one within options.preemption_grace it is stopped all the
+  //    same and resumes from its newest committed checkpoint;
+  //  * PLACED or STARTING: stopped at once (it has trained nothing new).
+  // Stopped: PREEMPTED, no state dump; the job waits in its queue again, not
+  // counted against max_restarts. Asking again while one is pending, or for
+  // a job that holds no generation, changes nothing. NOT_FOUND.
+  absl::Status Preempt(const std::string& job_id, const std::string& reason);
+  // The grace periods and re-sent orders of pending preemptions; every tick.
+  void ContinuePreemptions();
+  // What the scheduler needs of the jobs holding `held` slots (grouped by
+  // job and generation): their queue and order, and whether the slots are
+  // coming free anyway (a generation that is over, or a pending preemption).
+  std::vector<RunningJob> RunningJobs(const std::vector<HeldGeneration>& held) const;
+
   // ---- retention ----
   // Deletes the finished jobs that ended more than retention.max_age before
   // `now`, or are beyond the newest retention.max_count finished ones: from
@@ -216,6 +238,14 @@ class JobLifecycle : public RendezvousListener {
       int64_t saved_step = -1;   // >= 0: the checkpoint came; move it
     };
     std::optional<DrainWait> drain;
+    // A preemption asked the current generation for a checkpoint.
+    struct PreemptWait {
+      std::string reason;        // who preempts it and why
+      absl::Time requested;
+      absl::Time sent;           // CheckpointNow orders last sent
+      int64_t saved_step = -1;   // >= 0: the checkpoint came
+    };
+    std::optional<PreemptWait> preempt;
   };
   // What readers see of a job: published after each change of its entry.
   struct View {
@@ -279,6 +309,10 @@ class JobLifecycle : public RendezvousListener {
                                     const std::string& why);
   // CheckpointNow orders to every node of the current generation.
   void SendCheckpointNowLocked(Entry& entry);
+  void SendCheckpointNowLocked(Entry& entry, const std::string& why);
+  // Stops a preempted job's generation (PREEMPTED); `how` says what
+  // happened to its checkpoint.
+  absl::Status PreemptNowLocked(Entry& entry, const std::string& how);
   std::vector<StopOrder> StopOrdersLocked(const Entry& entry, const std::string& reason,
                                           const std::string& skip_node) const;
   // OK when `generation` is the job's current, active one; FAILED_PRECONDITION
@@ -303,6 +337,9 @@ class JobLifecycle : public RendezvousListener {
 
 // Whether a job in state `s` has a generation placed (PLACED, STARTING, RUNNING).
 bool ActiveState(v1::JobState s);
+// The job's queue: spec.queue, or "default" for a job stored before queues
+// existed (the queue of a coordinator without a queues file).
+std::string QueueOf(const v1::JobSpec& spec);
 
 }  // namespace ringmaster::coordinator
 

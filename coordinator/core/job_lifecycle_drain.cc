@@ -75,14 +75,17 @@ absl::Status JobLifecycle::MoveOffDrainedLocked(Entry& entry, const std::string&
 }
 
 void JobLifecycle::SendCheckpointNowLocked(Entry& entry) {
-  const v1::Job& job = entry.record.job;
   entry.drain->sent = clock_->Now();
+  SendCheckpointNowLocked(entry, absl::StrCat("node ", entry.drain->hostname, " is being drained"));
+}
+
+void JobLifecycle::SendCheckpointNowLocked(Entry& entry, const std::string& why) {
+  const v1::Job& job = entry.record.job;
   std::string last;
   for (const v1::RankAssignment& r : job.placement().ranks()) {
     if (r.node_id() == last) continue;
     last = r.node_id();
-    const CheckpointOrder order{r.node_id(), job.id(), job.generation(),
-                                absl::StrCat("node ", entry.drain->hostname, " is being drained")};
+    const CheckpointOrder order{r.node_id(), job.id(), job.generation(), why};
     for (JobListener* l : listeners_) l->OnCheckpointNow(order);
   }
 }

@@ -128,6 +128,7 @@ void JobLifecycle::DispatchLocked(Entry& entry) {
   entry.progress.clear();
   entry.exited_ok.clear();
   entry.drain.reset();
+  entry.preempt.reset();
   ClearProgress(job.id());
   entry.rendezvous_deadline = clock_->Now() + options_.rendezvous_timeout;
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
@@ -228,6 +229,7 @@ absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFa
   for (StopOrder& order : stop) order.dump_state = failure.dump_state;
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
   entry.drain.reset();
+  entry.preempt.reset();
   rendezvous_->EndGeneration(entry.record.job.id(), entry.record.job.generation());
   NotifyStopLocked(stop);
   return absl::OkStatus();
@@ -357,7 +359,15 @@ absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& c
   ASSIGN_OR_RETURN(CommitResult result,
                    checkpoints_->Commit(commit, CheckpointDir(job), job.spec().checkpoint().keep(), event));
   if (result.event.has_value()) NotifyJobLocked(entry, {*result.event});
-  if (result.event.has_value() && entry.drain.has_value()) {
+  if (result.event.has_value() && entry.preempt.has_value()) {
+    // The checkpoint a preemption waited for: the job leaves its nodes now
+    // (at the next tick if this fails; the commit itself stands).
+    entry.preempt->saved_step = commit.step;
+    if (absl::Status s = PreemptNowLocked(entry, absl::StrCat("checkpoint at step ", commit.step, " written"));
+        !s.ok()) {
+      spdlog::error("job {}: preemption not applied (retrying next tick): {}", commit.job_id, s.ToString());
+    }
+  } else if (result.event.has_value() && entry.drain.has_value()) {
     // The checkpoint a drain waited for: the job moves now (at the next
     // tick if this fails; the commit itself stands).
     entry.drain->saved_step = commit.step;

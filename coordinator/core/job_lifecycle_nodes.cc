@@ -19,6 +19,7 @@ JobRequest RequestFor(const JobRecord& r) {
   q.kind = res.device() == v1::ResourceSpec::CPU ? SlotKind::kCpu : SlotKind::kGpu;
   q.cpus_per_rank = res.cpus_per_rank();
   q.node_selector.insert(res.node_selector().begin(), res.node_selector().end());
+  q.queue = QueueOf(r.job.spec());
   return q;
 }
 
@@ -40,6 +41,16 @@ bool JobLifecycle::HasWaitingJobs() const {
     if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RESTARTING) return true;
   }
   return false;
+}
+
+std::vector<std::string> JobLifecycle::WaitingQueues() const {
+  std::vector<std::string> queues;
+  for (const std::shared_ptr<Entry>& found : AllEntries()) {
+    std::lock_guard<std::mutex> lock(found->mu);
+    const v1::JobState s = found->record.job.state();
+    if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RESTARTING) queues.push_back(QueueOf(found->record.job.spec()));
+  }
+  return queues;
 }
 
 std::vector<JobLifecycle::Waiting> JobLifecycle::WaitingJobs(const std::vector<NodeCapacity>& capacity) const {

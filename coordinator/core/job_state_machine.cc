@@ -66,6 +66,8 @@ std::string ReasonCode(v1::JobEventKind kind) {
       return "CheckpointDamaged";
     case v1::JOB_EVENT_KIND_NODE_DRAINED:
       return "NodeDrained";
+    case v1::JOB_EVENT_KIND_PREEMPTED:
+      return "Preempted";
     default:
       return "";
   }
@@ -74,7 +76,7 @@ std::string ReasonCode(v1::JobEventKind kind) {
 bool RestartCounts(const std::string& reason) {
   return reason != ReasonCode(v1::JOB_EVENT_KIND_RECOVERED) &&
          reason != ReasonCode(v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED) &&
-         reason != ReasonCode(v1::JOB_EVENT_KIND_NODE_DRAINED);
+         reason != ReasonCode(v1::JOB_EVENT_KIND_NODE_DRAINED) && reason != ReasonCode(v1::JOB_EVENT_KIND_PREEMPTED);
 }
 
 }  // namespace ringmaster::coordinator

@@ -59,6 +59,7 @@ template <typename SpecLike>
 bool SummarizeSpec(const v1::JobSpec& spec, SpecLike* to) {
   to->set_name(CutText(spec.name(), kMaxSummaryNameBytes));
   to->set_priority(spec.priority());
+  to->set_queue(spec.queue());
   v1::ResourceSpec* resources = to->mutable_resources();
   *resources = spec.resources();
   resources->clear_node_selector();

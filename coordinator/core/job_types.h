@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "coordinator/core/node_registry.h"
 #include "coordinator/core/node_strikes.h"
+#include "coordinator/core/queue_config.h"
 #include "coordinator/core/scheduler.h"
 #include "coordinator/store/store.h"
 #include "proto/job.pb.h"
@@ -48,6 +49,12 @@ struct JobControllerOptions {
   // A drained node's job whose ranks wrote no checkpoint this long after
   // they were asked for one is moved all the same, from its newest one.
   absl::Duration drain_checkpoint_timeout = absl::Minutes(5);
+  // A preempted job whose ranks wrote no checkpoint this long after they
+  // were asked for one is stopped all the same, and resumes from its newest.
+  absl::Duration preemption_grace = absl::Minutes(5);
+  // The queues (the operator's queues file); unset: QueueConfig::Default(),
+  // one queue holding everything.
+  std::optional<QueueConfig> queues;
   // Called after every scheduling pass over a non-empty queue with the time
   // it took (injected clock), for metrics. Runs on the pass's thread, while
   // no other pass runs: it must only record. May be empty.

@@ -1,6 +1,7 @@
 #include "coordinator/core/node_registry.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -47,6 +48,7 @@ std::string Described(const std::string& identity) {
 NodeRegistry::NodeRegistry(const Clock* clock, Store* store, NodeRegistryOptions options)
     : clock_(clock),
       store_(store),
+      registrations_(store),
       options_(options),
       next_session_(absl::ToUnixMicros(clock->Now())) {}
 
@@ -60,6 +62,7 @@ absl::Status NodeRegistry::Recover() {
     if (!node.info.credential_sha256().empty()) by_credential_[node.info.credential_sha256()] = node.info.node_id();
     node.lease_expiry = expiry;
     node.session_id = 0;  // no session survives a restart
+    by_host_.emplace(node.info.hostname(), node.info.node_id());
     nodes_[node.info.node_id()] = std::move(node);
   }
   return absl::OkStatus();
@@ -89,10 +92,10 @@ absl::StatusOr<std::string> NodeRegistry::ResolveRegistrationLocked(const v1::No
   }
   // A worker that lost its id: the node with the same hostname and address,
   // unless that node has a credential (its worker would have presented it).
-  for (const auto& [id, existing] : nodes_) {
-    if (existing.info.hostname() == node.hostname() && existing.info.address() == node.address()) {
-      if (proof == nullptr || !has_credential(id)) return id;
-    }
+  for (auto it = by_host_.lower_bound({node.hostname(), ""}); it != by_host_.end() && it->first == node.hostname();
+       ++it) {
+    const std::string& id = it->second;
+    if (nodes_.at(id).info.address() == node.address() && (proof == nullptr || !has_credential(id))) return id;
   }
   return std::string();
 }
@@ -146,8 +149,9 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
   info.set_worker_version(node.worker_version());
   const absl::Time now = clock_->Now();
   *info.mutable_register_time() = ToProtoTime(now);
-  // Durable first (a new node gets its id here), then in memory.
-  ASSIGN_OR_RETURN(std::string stored_id, store_->PutNode(info));
+  // Durable first (a new node gets its id here), then in memory. Concurrent
+  // registrations share a transaction (group commit: one fsync for a burst).
+  ASSIGN_OR_RETURN(std::string stored_id, registrations_.Put(info));
   info.set_node_id(stored_id);
   std::unique_lock<std::mutex> lock(mu_);
   Node& updated = nodes_[stored_id];
@@ -162,6 +166,10 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
     }
     return absl::PermissionDeniedError(
         absl::StrCat("node ", stored_id, " got its credential from another registration meanwhile"));
+  }
+  if (updated.info.hostname() != info.hostname()) {
+    by_host_.erase({updated.info.hostname(), stored_id});
+    by_host_.emplace(info.hostname(), stored_id);
   }
   updated.info = std::move(info);
   by_credential_[updated.info.credential_sha256()] = stored_id;
@@ -245,11 +253,16 @@ std::vector<std::string> NodeRegistry::ExpireLeases() {
     }
   }
   // Best effort: the lease state in the store is informational (leases
-  // restart on recovery); the loss itself is acted on in memory.
+  // restart on recovery); the loss itself is acted on in memory. One
+  // transaction for all of them: a mass loss must not queue one fsync per
+  // node ahead of the registrations that bring them back.
   for (const v1::NodeInfo& info : to_store) {
-    if (absl::Status s = store_->PutNode(info).status(); !s.ok()) {
-      spdlog::warn("node {} lost; not stored: {}", info.node_id(), s.ToString());
-    }
+    spdlog::info("node {} ({}) is LOST: no heartbeat for {}", info.node_id(), info.hostname(),
+                 absl::FormatDuration(lease_duration()));
+  }
+  if (to_store.empty()) return lost;
+  if (absl::Status s = store_->PutNodes(to_store).status(); !s.ok()) {
+    spdlog::warn("{} lost node(s) not stored: {}", to_store.size(), s.ToString());
   }
   return lost;
 }
@@ -258,8 +271,8 @@ absl::StatusOr<std::string> NodeRegistry::Resolve(const std::string& name) const
   std::lock_guard<std::mutex> lock(mu_);
   if (nodes_.count(name) > 0) return name;
   std::vector<std::string> ids;
-  for (const auto& [id, node] : nodes_) {
-    if (node.info.hostname() == name) ids.push_back(id);
+  for (auto it = by_host_.lower_bound({name, ""}); it != by_host_.end() && it->first == name; ++it) {
+    ids.push_back(it->second);
   }
   if (ids.empty()) return absl::NotFoundError(absl::StrCat("node: no node has the id or hostname \"", name, "\""));
   if (ids.size() > 1) {
@@ -364,10 +377,8 @@ absl::StatusOr<v1::NodeInfo> NodeRegistry::GetNode(const std::string& node_id) c
 std::vector<v1::NodeInfo> NodeRegistry::ListNodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::NodeInfo> out;
-  for (const auto& [id, node] : nodes_) out.push_back(SnapshotLocked(node));
-  std::sort(out.begin(), out.end(), [](const v1::NodeInfo& a, const v1::NodeInfo& b) {
-    return a.hostname() != b.hostname() ? a.hostname() < b.hostname() : a.node_id() < b.node_id();
-  });
+  out.reserve(nodes_.size());
+  for (const auto& [hostname, id] : by_host_) out.push_back(SnapshotLocked(nodes_.at(id)));
   return out;
 }
 
@@ -376,30 +387,28 @@ NodeRegistry::NodePage NodeRegistry::ListNodesPage(const std::vector<v1::NodeSta
                                                    int page_size, size_t max_bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
   NodePage page;
-  std::vector<const Node*> after;  // the matching nodes past the token
-  for (const auto& [id, node] : nodes_) {
-    if (!states.empty() && std::find(states.begin(), states.end(), node.info.state()) == states.end()) continue;
-    ++page.total;
-    const std::string& host = node.info.hostname();
-    if (!after_hostname.empty() || !after_node_id.empty()) {
-      if (host < after_hostname || (host == after_hostname && id <= after_node_id)) continue;
-    }
-    after.push_back(&node);
-  }
-  auto order = [](const Node* a, const Node* b) {
-    return a->info.hostname() != b->info.hostname() ? a->info.hostname() < b->info.hostname()
-                                                    : a->info.node_id() < b->info.node_id();
+  auto matches = [&](const Node& node) {
+    return states.empty() || std::find(states.begin(), states.end(), node.info.state()) != states.end();
   };
-  const size_t wanted = std::min(after.size(), static_cast<size_t>(std::max(page_size, 1)));
-  std::partial_sort(after.begin(), after.begin() + static_cast<std::ptrdiff_t>(wanted), after.end(), order);
+  for (const auto& [id, node] : nodes_) page.total += matches(node) ? 1 : 0;
+  const size_t wanted = static_cast<size_t>(std::max(page_size, 1));
   size_t bytes = 0;
-  for (size_t i = 0; i < wanted; ++i) {
-    v1::NodeInfo info = SnapshotLocked(*after[i]);
+  // In (hostname, node_id) order, strictly after the token's node.
+  for (auto it = by_host_.upper_bound({after_hostname, after_node_id}); it != by_host_.end(); ++it) {
+    const Node& node = nodes_.at(it->second);
+    if (!matches(node)) continue;
+    if (page.nodes.size() == wanted) {
+      page.more = true;
+      break;
+    }
+    v1::NodeInfo info = SnapshotLocked(node);
     bytes += info.ByteSizeLong();
-    if (!page.nodes.empty() && bytes > max_bytes) break;
+    if (!page.nodes.empty() && bytes > max_bytes) {
+      page.more = true;
+      break;
+    }
     page.nodes.push_back(std::move(info));
   }
-  page.more = page.nodes.size() < after.size();
   return page;
 }
 
@@ -510,6 +519,28 @@ bool NodeRegistry::ReleaseAllIfLost(const std::string& node_id) {
   if (it == nodes_.end() || it->second.info.state() != v1::NODE_STATE_LOST) return false;
   it->second.slots.clear();
   return true;
+}
+
+std::vector<HeldGeneration> NodeRegistry::HeldGenerations() const {
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, NodeGrant>> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [node_id, node] : nodes_) {
+      for (const RankSlot& slot : node.slots) {
+        NodeGrant& grant = held[{slot.job_id, slot.generation}][node_id];
+        grant.node_id = node_id;
+        if (!slot.gpu_uuid.empty()) grant.gpu_uuids.push_back(slot.gpu_uuid);
+        grant.cpu_slots += slot.cpu_slots;
+      }
+    }
+  }
+  std::vector<HeldGeneration> out;
+  for (auto& [key, grants] : held) {
+    HeldGeneration h{key.first, key.second, {}};
+    for (auto& [node_id, grant] : grants) h.nodes.push_back(std::move(grant));
+    out.push_back(std::move(h));
+  }
+  return out;
 }
 
 std::vector<RankSlot> NodeRegistry::SlotsOn(const std::string& node_id) const {

@@ -33,7 +33,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,6 +43,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/core/capacity.h"
+#include "coordinator/core/node_store_writer.h"
 #include "coordinator/store/store.h"
 #include "proto/node.pb.h"
 
@@ -194,6 +197,8 @@ class NodeRegistry {
   std::vector<RankSlot> ReleaseAllOn(const std::string& node_id);
   // The slots held on a node (empty for an unknown node).
   std::vector<RankSlot> SlotsOn(const std::string& node_id) const;
+  // Every slot held, grouped by job and generation (in that order).
+  std::vector<HeldGeneration> HeldGenerations() const;
 
   absl::Duration lease_duration() const { return options_.heartbeat_interval * options_.missed_heartbeats; }
 
@@ -217,11 +222,15 @@ class NodeRegistry {
 
   const Clock* clock_;
   Store* store_;
+  NodeStoreWriter registrations_;  // Register's writes, committed in groups
   const NodeRegistryOptions options_;
 
   mutable std::mutex mu_;
   std::map<std::string, Node> nodes_;  // by node_id
   std::map<std::string, std::string> by_credential_;  // credential SHA-256 (hex) -> node_id
+  // (hostname, node_id) of every node: a registration without an id, Resolve
+  // and ListNodes find a hostname without reading every node.
+  std::set<std::pair<std::string, std::string>> by_host_;
   int64_t next_session_;               // unique across coordinator restarts (seeded from the clock)
 };
 

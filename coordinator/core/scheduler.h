@@ -33,6 +33,30 @@
 //    holes for large jobs), ties by hostname then node id. The chosen nodes
 //    are ordered by hostname then node id: that order is node_rank.
 //    CUDA ranks get the node's free GPUs with the lowest indices.
+//
+// With queues (ScheduleQueues; Schedule is the case of one unlimited queue):
+//
+// 6. Quota. A queue's usage of a kind (GPUs, CPU slots: counted apart) is
+//    what its running jobs hold, less those already `preempting`, plus what
+//    this pass placed. A job may be placed only if usage + its demand stays
+//    within nominal + borrowing limit; within nominal it is *guaranteed*,
+//    beyond it *borrows*. A job over the limit waits, reserves no node, and
+//    holds back its queue's later jobs of the same kind (they would spend
+//    the quota it waits for).
+// 7. Order across queues. The next job considered is the head of some queue
+//    (rule 1 within a queue): guaranteed heads before borrowing ones, then
+//    the lowest decayed_usage / weight, then queue name. Rules 2-5 apply to
+//    that sequence: a blocked job reserves against every later job, of any
+//    queue.
+// 8. Reclaim. A guaranteed job blocked for capacity may preempt running jobs
+//    of its kind from other queues that borrow (above their nominal quota
+//    when the victim is picked; a victim is a whole gang, so the last one may
+//    take its queue below it): lowest priority first, then youngest, on the
+//    fewest nodes that make its gang fit, and none at all when even every
+//    such victim could not. With preempt_within, a blocked job may also
+//    preempt lower-priority jobs of its own queue. Slots of `preempting`
+//    jobs count as coming free. A job waiting for its victims reserves the
+//    nodes it will use (only those).
 
 #include <cstdint>
 #include <map>
@@ -57,6 +81,39 @@ struct JobRequest {
   std::map<std::string, std::string> node_selector;
   // Never placed on these nodes (ids): in a cool-down after failing the job.
   std::set<std::string> excluded_nodes;
+  // Its queue (ScheduleQueues only; Schedule ignores it).
+  std::string queue;
+};
+
+// One queue, as the scheduler sees it. Quotas are in slots of each kind.
+struct QueueState {
+  std::string name;
+  int64_t nominal_gpus = 0, nominal_cpus = 0;  // may always run up to this
+  int64_t borrow_gpus = 0, borrow_cpus = 0;    // at most this much beyond nominal
+  double weight = 1;                           // fair-share weight (> 0)
+  double decayed_usage = 0;                    // slot-seconds, decayed by the caller
+  // A higher-priority job of this queue may preempt a lower one of it.
+  bool preempt_within = false;
+};
+
+// A job that holds slots now.
+struct RunningJob {
+  std::string job_id;
+  std::string queue;
+  int32_t priority = 0;
+  int64_t start_seq = 0;  // larger = younger
+  SlotKind kind = SlotKind::kGpu;
+  std::vector<NodeGrant> nodes;  // what it holds, per node
+  // Already asked to leave: its slots count as coming free, and it is
+  // neither counted in its queue's usage nor picked again.
+  bool preempting = false;
+};
+
+// Ask `job_id` to leave (checkpoint, stop, requeue) so that `for_job` can start.
+struct Preemption {
+  std::string job_id;
+  std::string for_job;
+  std::string reason;  // for the timeline: who and why
 };
 
 struct JobPlacement {
@@ -77,12 +134,19 @@ struct WaitingJob {
 
 struct ScheduleResult {
   std::vector<JobPlacement> placed;  // in the order they were decided
-  std::vector<WaitingJob> waiting;   // in queue order
+  std::vector<WaitingJob> waiting;   // in the order considered
+  std::vector<Preemption> preempt;   // ScheduleQueues only
 };
 
 // `queue` in any order; `nodes` are the nodes that take new placements
 // (READY), with their free capacity. Deterministic.
 ScheduleResult Schedule(std::vector<JobRequest> queue, const std::vector<NodeCapacity>& nodes);
+
+// Rules 1-8. `pending` in any order, each naming one of `queues` (a job of an
+// unknown queue waits, infeasible); `running` are the jobs holding slots now
+// (`nodes`' free slots already exclude them). Deterministic.
+ScheduleResult ScheduleQueues(std::vector<JobRequest> pending, const std::vector<RunningJob>& running,
+                              const std::vector<QueueState>& queues, const std::vector<NodeCapacity>& nodes);
 
 // Slots of `kind` a job needs on each of its nodes (R, or R x cpus_per_rank).
 int32_t SlotsPerNode(const JobRequest& job);

@@ -43,7 +43,8 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
         "ringmaster_gpus", "ringmaster_cpu_slots", "ringmaster_node_sessions", "ringmaster_scheduling_latency_seconds",
         "ringmaster_rendezvous_duration_seconds", "ringmaster_job_restarts_total", "ringmaster_rpc_latency_seconds",
         "ringmaster_rpcs_total", "ringmaster_log_lines_total", "ringmaster_queue_oldest_wait_seconds",
-        "ringmaster_job_state", "ringmaster_jobs_ended_total", "ringmaster_job_unschedulable"}) {
+        "ringmaster_job_state", "ringmaster_jobs_ended_total", "ringmaster_job_unschedulable",
+        "ringmaster_queue_gpu_seconds_total", "ringmaster_queue_cpu_slot_seconds_total"}) {
     EXPECT_TRUE(Has(text, absl::StrCat("# HELP ", family, " "))) << family;
     EXPECT_TRUE(Has(text, absl::StrCat("# TYPE ", family, " "))) << family;
   }

@@ -20,6 +20,7 @@
 #include "common/grpc_security.h"
 #include "common/metrics_http.h"
 #include "common/status_macros.h"
+#include "coordinator/core/accounting.h"
 #include "coordinator/core/auth.h"
 #include "coordinator/service/auth_processor.h"
 #include "coordinator/core/checkpoint_registry.h"
@@ -160,6 +161,14 @@ absl::Status CoordinatorServer::Build() {
   options.rendezvous_timeout = config_.rendezvous_timeout;
   options.stop_grace_period = config_.stop_grace_period;
   options.drain_checkpoint_timeout = config_.drain_checkpoint_timeout;
+  options.preemption_grace = config_.preemption_grace;
+  if (!config_.queues_file.empty()) {
+    absl::StatusOr<QueueConfig> queues = QueueConfig::Load(config_.queues_file);
+    if (!queues.ok()) {
+      return absl::Status(queues.status().code(), absl::StrCat("cannot use the queues file: ", queues.status().message()));
+    }
+    options.queues = *std::move(queues);
+  }
   options.checkpoint_root =
       config_.checkpoint_root.empty() ? config_.state_dir + "/checkpoints" : config_.checkpoint_root;
   options.allowed_checkpoint_roots = config_.checkpoint_allowed_roots;
@@ -168,6 +177,7 @@ absl::Status CoordinatorServer::Build() {
   controller_ = std::make_unique<JobController>(clock_, store_.get(), nodes_.get(), checkpoints_.get(),
                                                 rendezvous_.get(), options);
   rendezvous_->SetListener(controller_.get());
+  accounting_ = std::make_unique<Accounting>(clock_, store_.get());
 
   LogStoreOptions log_options;
   log_options.root = config_.state_dir + "/logs";
@@ -205,7 +215,10 @@ absl::Status CoordinatorServer::Build() {
 
   work_ = std::make_unique<Executor>(ExecutorOptions{"rm-streams", config_.worker_threads, false});
   if (config_.tick_interval > absl::ZeroDuration()) {
-    ticker_ = std::make_unique<Ticker>(config_.tick_interval, [this] { Tick(); });
+    // A poke (a submission, a registration, a rank exit) asks for a
+    // scheduling pass only; the rest of Tick runs once per interval.
+    ticker_ = std::make_unique<Ticker>(config_.tick_interval, [this] { Tick(); },
+                                       [controller = controller_.get()] { controller->ScheduleNow(); });
   }
   return absl::OkStatus();
 }
@@ -213,7 +226,8 @@ absl::Status CoordinatorServer::Build() {
 absl::Status CoordinatorServer::Serve() {
   auto poke = [this] { Poke(); };
   job_service_ =
-      std::make_unique<JobService>(controller_.get(), nodes_.get(), watchers_.get(), logs_.get(), work_.get(), poke,
+      std::make_unique<JobService>(controller_.get(), nodes_.get(), watchers_.get(), logs_.get(), accounting_.get(),
+                                   work_.get(), poke,
                                    StreamLogsOptions{256, 256 << 10, config_.log_follow_linger});
   SessionOptions session_options;
   session_options.stop_grace_period = config_.stop_grace_period;
@@ -406,11 +420,42 @@ std::string CoordinatorServer::HealthNote() {
                    : std::string();
 }
 
+absl::Status CoordinatorServer::ReloadQueues() {
+  if (config_.queues_file.empty()) {
+    return absl::FailedPreconditionError("no queues file to read again: the coordinator runs without --queues");
+  }
+  ASSIGN_OR_RETURN(QueueConfig queues, QueueConfig::Load(config_.queues_file));
+  const size_t count = queues.queues().size();
+  controller_->ReplaceQueues(std::move(queues));
+  spdlog::info("queues file {} read again: {} queue(s) in force", config_.queues_file, count);
+  if (ticker_ != nullptr) ticker_->Poke();  // new quotas may place waiting jobs
+  return absl::OkStatus();
+}
+
+// The queue usage counters read the store (one query over every placement)
+// at most this often.
+constexpr absl::Duration kUsageRefreshInterval = absl::Seconds(15);
+
+void CoordinatorServer::RefreshUsageMetrics(absl::Time now) {
+  if (now < next_usage_refresh_) return;
+  absl::StatusOr<std::vector<UsageTotal>> totals = accounting_->QueueTotals();
+  if (!totals.ok()) {
+    spdlog::warn("queue usage metrics: {}", totals.status().ToString());
+    next_usage_refresh_ = now + kUsageRefreshInterval;
+    return;
+  }
+  // Until the first placement (nothing to sum: a cheap query) every tick
+  // looks, so that the counters appear with the first placed job.
+  if (!totals->empty()) next_usage_refresh_ = now + kUsageRefreshInterval;
+  metrics_->SetQueueUsage(*totals);
+}
+
 void CoordinatorServer::Tick() {
   controller_->Tick();
   sessions_->CloseInvalid();
   CheckDisk();
   const absl::Time now = clock_->Now();
+  RefreshUsageMetrics(now);
   if (now < next_retention_) return;
   next_retention_ = now + config_.retention_interval;
   absl::StatusOr<std::vector<std::string>> expired = controller_->ExpireFinishedJobs(now, config_.job_retention);

@@ -13,8 +13,8 @@
 //   JobController::Recover -> executors -> the four gRPC services, health
 //   (SERVING) and reflection -> /metrics (and /healthz) -> the plaintext
 //   gRPC health listener (health_listen) -> the ticker (JobController::Tick
-//   and NodeSessions::CloseInvalid every tick_interval, and soon after a
-//   submission, a registration or a rank exit),
+//   and NodeSessions::CloseInvalid every tick_interval; a scheduling pass
+//   soon after a submission, a registration or a rank exit),
 //
 // and takes it down in the reverse order (Shutdown).
 //
@@ -55,6 +55,7 @@ class LogStore;
 class NodeRegistry;
 class NodeService;
 class NodeSessions;
+class Accounting;
 class Authenticator;
 class Rendezvous;
 class RendezvousSecrets;
@@ -84,6 +85,12 @@ struct CoordinatorConfig {
   // A drained node's job that wrote no checkpoint this long after it was
   // asked for one moves all the same, from its newest checkpoint.
   absl::Duration drain_checkpoint_timeout = absl::Minutes(5);
+  // The operator's queues file (docs/operations.md); empty: one queue,
+  // "default", holding everything. Read again by ReloadQueues (SIGHUP).
+  std::string queues_file;
+  // A preempted job that wrote no checkpoint this long after it was asked
+  // for one is stopped all the same, and resumes from its newest.
+  absl::Duration preemption_grace = absl::Minutes(5);
   // Checkpoints of jobs that name no directory; empty: <state_dir>/checkpoints.
   std::string checkpoint_root;
   // Further roots a spec's checkpoint.directory may lie within (absolute).
@@ -143,6 +150,11 @@ class CoordinatorServer {
   // One tick, as the ticker does it (tests with tick_interval zero).
   void Tick();
 
+  // Reads config.queues_file again (SIGHUP). A file that is refused changes
+  // nothing: the error (naming the file, field and reason) is returned and
+  // the queues in force stay. No file configured: FAILED_PRECONDITION.
+  absl::Status ReloadQueues();
+
   // The gRPC health service that says whether the disk is above its
   // reserve (NOT_SERVING: log lines are refused). The service "" (what the
   // probes check) stays SERVING.
@@ -183,6 +195,9 @@ class CoordinatorServer {
   // Measures the disk; on a change of side of the reserve, logs it and sets
   // the health service "ringmaster.coordinator.disk". Tick's thread (and Serve).
   void CheckDisk();
+  // Sets the queue usage counters from the store: every tick until the first
+  // placement, then at most every 15 s. Tick's thread.
+  void RefreshUsageMetrics(absl::Time now);
 
   // In construction order; destroyed in reverse.
   std::unique_ptr<Store> store_;
@@ -197,6 +212,7 @@ class CoordinatorServer {
   std::unique_ptr<MetricsRegistry> registry_;
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<JobController> controller_;
+  std::unique_ptr<Accounting> accounting_;
   std::unique_ptr<LogStore> logs_;
   std::unique_ptr<JobWatchers> watchers_;
   std::unique_ptr<NodeSessions> sessions_;
@@ -212,6 +228,7 @@ class CoordinatorServer {
   int health_port_ = 0;
   std::unique_ptr<Ticker> ticker_;
   absl::Time next_retention_ = absl::InfinitePast();  // Tick's thread only
+  absl::Time next_usage_refresh_ = absl::InfinitePast();  // Tick's thread only
   std::mutex disk_mu_;  // CheckDisk's state
   bool disk_low_ = false;
   bool disk_measured_ = true;

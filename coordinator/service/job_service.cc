@@ -10,6 +10,7 @@
 #include "coordinator/core/job_summary.h"
 #include "coordinator/service/auth_processor.h"
 #include "common/grpc_status.h"
+#include "common/proto_time.h"
 #include "common/spec_limits.h"
 #include "coordinator/service/watch_job_reactor.h"
 #include "spdlog/spdlog.h"
@@ -42,14 +43,48 @@ absl::StatusOr<EventPageQuery> EventsPageQuery(const v1::GetJobRequest& request)
   return query;
 }
 
+v1::Slots SlotsOf(const QueueResources& r) {
+  v1::Slots s;
+  s.set_gpus(r.gpus == QueueResources::kUnlimited ? -1 : r.gpus);
+  s.set_cpu_slots(r.cpu_slots == QueueResources::kUnlimited ? -1 : r.cpu_slots);
+  return s;
+}
+
+// A queue as ListQueues shows it; -1 in a quota: unlimited.
+v1::QueueInfo QueueInfoOf(const Queue& q, const std::map<std::string, Dispatcher::QueueLoad>& loads,
+                          double decayed_usage) {
+  v1::QueueInfo info;
+  info.set_name(q.name);
+  for (const std::string& m : q.members) info.add_members(m);
+  *info.mutable_nominal() = SlotsOf(q.nominal);
+  *info.mutable_borrowing_limit() = SlotsOf(q.borrowing_limit);
+  info.set_unlimited_borrowing(q.borrowing_limit.gpus == QueueResources::kUnlimited &&
+                               q.borrowing_limit.cpu_slots == QueueResources::kUnlimited);
+  info.set_weight(q.weight);
+  info.set_decayed_usage(decayed_usage);
+  info.set_preempt_within_queue(q.preempt_within_queue);
+  auto it = loads.find(q.name);
+  if (it == loads.end()) return info;
+  const Dispatcher::QueueLoad& load = it->second;
+  info.mutable_used()->set_gpus(load.used.gpus);
+  info.mutable_used()->set_cpu_slots(load.used.cpu_slots);
+  info.mutable_borrowed()->set_gpus(std::max<int64_t>(0, load.used.gpus - q.nominal.gpus));
+  info.mutable_borrowed()->set_cpu_slots(std::max<int64_t>(0, load.used.cpu_slots - q.nominal.cpu_slots));
+  info.set_running_jobs(load.running_jobs);
+  info.set_waiting_jobs(load.waiting_jobs);
+  return info;
+}
+
 }  // namespace
 
 JobService::JobService(JobController* controller, const NodeRegistry* nodes, JobWatchers* watchers, LogStore* logs,
-                       Executor* executor, std::function<void()> poke, StreamLogsOptions log_options)
+                       const Accounting* accounting, Executor* executor, std::function<void()> poke,
+                       StreamLogsOptions log_options)
     : controller_(controller),
       nodes_(nodes),
       watchers_(watchers),
       logs_(logs),
+      accounting_(accounting),
       executor_(executor),
       poke_(std::move(poke)),
       log_options_(log_options) {}
@@ -235,6 +270,55 @@ grpc::ServerUnaryReactor* JobService::ListCheckpoints(grpc::CallbackServerContex
       controller_->ListCheckpoints(request->job_id(), request->include_incomplete());
   if (!checkpoints.ok()) return Reply(context, checkpoints.status());
   for (v1::CheckpointInfo& c : *checkpoints) *response->add_checkpoints() = std::move(c);
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::ListQueues(grpc::CallbackServerContext* context,
+                                                 const v1::ListQueuesRequest* /*request*/,
+                                                 v1::ListQueuesResponse* response) {
+  const Caller caller = CallerOf(*context);
+  const std::shared_ptr<const QueueConfig> config = controller_->queues().config();
+  const std::map<std::string, Dispatcher::QueueLoad> loads = controller_->QueueLoads();
+  for (const Queue& q : config->queues()) {
+    // Admins (and everyone, without user authentication) see every queue.
+    if (!caller.admin && !caller.user.empty() && !q.HasMember(caller.user)) continue;
+    *response->add_queues() = QueueInfoOf(q, loads, controller_->queues().DecayedUsage(q.name));
+  }
+  if (config->fair_share().half_life != absl::InfiniteDuration()) {  // unset: usage never decays
+    *response->mutable_half_life() = ToProtoDuration(config->fair_share().half_life);
+  }
+  return Reply(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* JobService::GetUsage(grpc::CallbackServerContext* context, const v1::GetUsageRequest* request,
+                                               v1::GetUsageResponse* response) {
+  UsageGroup by = UsageGroup::kUser;
+  switch (request->by()) {
+    case v1::GetUsageRequest::GROUP_BY_UNSPECIFIED:
+    case v1::GetUsageRequest::GROUP_BY_USER:
+      break;
+    case v1::GetUsageRequest::GROUP_BY_QUEUE:
+      by = UsageGroup::kQueue;
+      break;
+    case v1::GetUsageRequest::GROUP_BY_JOB:
+      by = UsageGroup::kJob;
+      break;
+    default:
+      return Reply(context, absl::InvalidArgumentError(absl::StrCat(
+                                "by: unknown grouping ", static_cast<int>(request->by()), "; use user, queue or job")));
+  }
+  const absl::Time since = request->has_since() ? FromProtoTime(request->since()) : absl::InfinitePast();
+  // Only reads (one query): answered here, as GetJob's events are.
+  absl::StatusOr<UsageReport> report = accounting_->Usage(by, since, UsageVisibleTo(CallerOf(*context)));
+  if (!report.ok()) return Reply(context, report.status());
+  for (const UsageTotal& t : report->rows) {
+    v1::UsageRow* row = response->add_rows();
+    row->set_key(t.key);
+    row->set_gpu_seconds(t.gpu_seconds);
+    row->set_cpu_slot_seconds(t.cpu_slot_seconds);
+    row->set_placements(static_cast<int32_t>(t.placements));
+  }
+  *response->mutable_as_of() = ToProtoTime(report->as_of);
   return Reply(context, absl::OkStatus());
 }
 

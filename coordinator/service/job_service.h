@@ -8,6 +8,7 @@
 //   Submit, GetJob, ListJobs, CancelJob, ListNodes, CordonNode, DrainNode, ListCheckpoints: unary,
 //     answered inline (the controller's calls are short; Submit's is one
 //     SQLite transaction). Submit and CancelJob poke the scheduler.
+//   GetUsage: unary, inline: one read-only query of the store (Accounting).
 //   WatchJob: a WatchJobReactor (watch_job_reactor.h).
 //   StreamLogs: a StreamLogsReactor (stream_logs_reactor.h).
 //
@@ -15,6 +16,7 @@
 
 #include <functional>
 
+#include "coordinator/core/accounting.h"
 #include "coordinator/core/executor.h"
 #include "coordinator/core/job_controller.h"
 #include "coordinator/core/job_watchers.h"
@@ -30,7 +32,8 @@ class JobService final : public v1::JobService::CallbackService {
  public:
   // `poke` asks for a scheduling pass soon (may be empty).
   JobService(JobController* controller, const NodeRegistry* nodes, JobWatchers* watchers, LogStore* logs,
-             Executor* executor, std::function<void()> poke, StreamLogsOptions log_options = {});
+             const Accounting* accounting, Executor* executor, std::function<void()> poke,
+             StreamLogsOptions log_options = {});
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
                                    v1::SubmitJobResponse* response) override;
@@ -53,12 +56,17 @@ class JobService final : public v1::JobService::CallbackService {
   grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* context,
                                             const v1::ListCheckpointsRequest* request,
                                             v1::ListCheckpointsResponse* response) override;
+  grpc::ServerUnaryReactor* ListQueues(grpc::CallbackServerContext* context, const v1::ListQueuesRequest* request,
+                                       v1::ListQueuesResponse* response) override;
+  grpc::ServerUnaryReactor* GetUsage(grpc::CallbackServerContext* context, const v1::GetUsageRequest* request,
+                                     v1::GetUsageResponse* response) override;
 
  private:
   JobController* const controller_;
   const NodeRegistry* const nodes_;
   JobWatchers* const watchers_;
   LogStore* const logs_;
+  const Accounting* const accounting_;
   Executor* const executor_;
   const std::function<void()> poke_;
   const StreamLogsOptions log_options_;

@@ -26,14 +26,25 @@ grpc::ServerUnaryReactor* NodeService::Register(grpc::CallbackServerContext* con
                                                 const v1::RegisterNodeRequest* request,
                                                 v1::RegisterNodeResponse* response) {
   if (!request->has_node()) return Reply(context, absl::InvalidArgumentError("node: must be set"));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const bool posted = registrations_.Post([this, reactor, request, response, proof = ProofOf(*context)] {
+    const absl::Status status = RegisterNow(*request, proof, response);
+    if (status.ok() && poke_) poke_();
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  if (!posted) reactor->Finish(ToGrpcStatus(absl::UnavailableError("the coordinator is shutting down")));
+  return reactor;
+}
+
+absl::Status NodeService::RegisterNow(const v1::RegisterNodeRequest& request, const NodeProof& proof,
+                                      v1::RegisterNodeResponse* response) {
   std::vector<RunningRank> running;
-  for (const v1::RunningRank& r : request->running_ranks()) {
+  for (const v1::RunningRank& r : request.running_ranks()) {
     running.push_back({r.job_id(), r.generation(), r.global_rank()});
   }
-  const NodeProof proof = ProofOf(*context);
   absl::StatusOr<NodeRegistrationResult> result =
-      controller_->RegisterNode(request->node(), running, request->drain(), &proof);
-  if (!result.ok()) return Reply(context, result.status());
+      controller_->RegisterNode(request.node(), running, request.drain(), &proof);
+  if (!result.ok()) return result.status();
   const NodeRegistration& registration = result->registration;
   response->set_node_id(registration.node_id);
   response->set_credential(registration.credential);
@@ -41,8 +52,7 @@ grpc::ServerUnaryReactor* NodeService::Register(grpc::CallbackServerContext* con
   *response->mutable_lease_duration() = ToProtoDuration(registration.lease_duration);
   *response->mutable_heartbeat_interval() = ToProtoDuration(registration.heartbeat_interval);
   for (const StopOrder& stop : result->stop) *response->add_stop() = StopRanksProto(stop);
-  if (poke_) poke_();
-  return Reply(context, absl::OkStatus());
+  return absl::OkStatus();
 }
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* NodeService::Session(

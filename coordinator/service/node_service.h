@@ -2,12 +2,14 @@
 #define RINGMASTER_COORDINATOR_NODE_SERVICE_H_
 
 // NodeService: the gRPC adapter of ringmaster.v1.NodeService (what workers
-// call). Owns no state.
+// call). Owns no state but the threads that register nodes.
 //
-//   Register: unary, inline: JobController::RegisterNode; answers the node
-//     id, a new session id, the lease and heartbeat interval, and stop
-//     orders for reported ranks whose generation is over. Pokes the
-//     scheduler (new capacity).
+//   Register: unary, on a thread of its own pool (it waits for the store's
+//     fsync, which must not hold a gRPC thread: a burst of registrations
+//     then shares transactions, see NodeStoreWriter):
+//     JobController::RegisterNode; answers the node id, a new session id,
+//     the lease and heartbeat interval, and stop orders for reported ranks
+//     whose generation is over. Pokes the scheduler (new capacity).
 //   Session: a SessionReactor (session_reactor.h has the protocol).
 //   ReportRankExit: unary, inline: JobController::ReportRankExit. Pokes the
 //     scheduler (slots were freed).
@@ -54,6 +56,10 @@ class NodeService final : public v1::NodeService::CallbackService {
   void CloseStreams(const absl::Status& status);
 
  private:
+  // Register's work, on registrations_: fills `response`.
+  absl::Status RegisterNow(const v1::RegisterNodeRequest& request, const NodeProof& proof,
+                           v1::RegisterNodeResponse* response);
+
   JobController* const controller_;
   NodeRegistry* const nodes_;
   NodeSessions* const sessions_;
@@ -63,6 +69,10 @@ class NodeService final : public v1::NodeService::CallbackService {
   const LogLinesCounter log_counter_;
   const SessionOptions session_options_;
 
+  // Register's: each registration waits here for its row to be durable, so
+  // this many can share one transaction.
+  static constexpr size_t kRegisterThreads = 16;
+  Executor registrations_{ExecutorOptions{"rm-register", kRegisterThreads, false}};
   std::mutex pushes_mu_;
   std::set<PushLogsReactor*> pushes_;
   std::optional<absl::Status> closed_;

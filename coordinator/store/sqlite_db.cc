@@ -175,6 +175,7 @@ void SqliteStatement::Reset() {
 }
 
 int64_t SqliteStatement::ColumnInt(int col) const { return sqlite3_column_int64(stmt_, col); }
+double SqliteStatement::ColumnDouble(int col) const { return sqlite3_column_double(stmt_, col); }
 
 std::string SqliteStatement::ColumnText(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);

@@ -81,6 +81,7 @@ class SqliteStatement {
   void Reset();
 
   int64_t ColumnInt(int col) const;
+  double ColumnDouble(int col) const;
   std::string ColumnText(int col) const;
   std::string ColumnBlob(int col) const;
   bool ColumnIsNull(int col) const;

@@ -44,6 +44,23 @@ absl::StatusOr<JobRecord> ReadJobRow(const SqliteStatement& stmt) {
   return r;
 }
 
+// The states in which a job's generation holds its placement.
+bool HoldsPlacement(v1::JobState state) {
+  return state == v1::JOB_STATE_PLACED || state == v1::JOB_STATE_STARTING || state == v1::JOB_STATE_RUNNING;
+}
+
+// When `job` entered its state: the time of the event that moved it there
+// (every state change carries one), else of its first event, else its end
+// time; nullopt when none says.
+std::optional<int64_t> TransitionMicros(const v1::Job& job, const std::vector<v1::JobEvent>& events) {
+  for (const v1::JobEvent& e : events) {
+    if (e.to_state() == job.state() && e.from_state() != e.to_state()) return ToMicros(e.time());
+  }
+  if (!events.empty()) return ToMicros(events.front().time());
+  if (job.has_end_time()) return ToMicros(job.end_time());
+  return std::nullopt;
+}
+
 void BindOptionalTime(SqliteStatement& stmt, int index, bool has, const google::protobuf::Timestamp& ts) {
   if (has) {
     stmt.Bind(index, ToMicros(ts));
@@ -156,9 +173,15 @@ absl::StatusOr<std::vector<v1::JobEvent>> Store::UpdateJob(const JobRecord& reco
   update.Bind(8, job.reason()).Bind(9, job.message()).Bind(10, job.id());
   RETURN_IF_ERROR(update.Run());
   if (db_.Changes() == 0) return absl::NotFoundError(absl::StrCat("job ", job.id(), " not found"));
+  if (!HoldsPlacement(job.state())) {
+    if (std::optional<int64_t> ended_us = TransitionMicros(job, events)) {
+      RETURN_IF_ERROR(EndPlacementsLocked(job.id(), *ended_us));
+    }
+  }
   if (placement != nullptr) {
     int64_t created_us = events.empty() ? 0 : ToMicros(events.front().time());
-    RETURN_IF_ERROR(InsertPlacementLocked(job.id(), *placement, created_us));
+    RETURN_IF_ERROR(EndPlacementsLocked(job.id(), created_us));  // at most one held per job
+    RETURN_IF_ERROR(InsertPlacementLocked(record, *placement, created_us));
   }
   ASSIGN_OR_RETURN(std::vector<v1::JobEvent> stored, AppendEventsLocked(job.id(), std::move(events)));
   RETURN_IF_ERROR(txn.Commit());
@@ -236,12 +259,22 @@ absl::Status Store::CompactEventsLocked(const std::string& job_id, v1::JobEventK
   return count_in.Run();
 }
 
-absl::Status Store::InsertPlacementLocked(const std::string& job_id, const v1::Placement& p,
-                                          int64_t created_us) {
+absl::Status Store::InsertPlacementLocked(const JobRecord& record, const v1::Placement& p, int64_t created_us) {
+  const std::string& job_id = record.job.id();
+  const v1::JobSpec& spec = record.job.spec();
+  int64_t gpus = 0, cpu_ranks = 0;
+  for (const v1::RankAssignment& r : p.ranks()) {
+    if (r.gpu_uuid().empty()) {
+      ++cpu_ranks;
+    } else {
+      ++gpus;
+    }
+  }
+  const int64_t cpus_per_rank = spec.resources().has_cpus_per_rank() ? spec.resources().cpus_per_rank() : 1;
   ASSIGN_OR_RETURN(SqliteStatement insert,
                    db_.Prepare("INSERT INTO placements (job_id, generation, world_size, data_parallel_size, "
-                               "pipeline_parallel_size, nodes, ranks_per_node, created_us) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+                               "pipeline_parallel_size, nodes, ranks_per_node, created_us, user, queue, gpus, "
+                               "cpu_slots, ended_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)"));
   insert.Bind(1, job_id)
       .Bind(2, p.generation())
       .Bind(3, static_cast<int64_t>(p.world_size()))
@@ -249,7 +282,11 @@ absl::Status Store::InsertPlacementLocked(const std::string& job_id, const v1::P
       .Bind(5, static_cast<int64_t>(p.pipeline_parallel_size()))
       .Bind(6, static_cast<int64_t>(p.nodes()))
       .Bind(7, static_cast<int64_t>(p.ranks_per_node()))
-      .Bind(8, created_us);
+      .Bind(8, created_us)
+      .Bind(9, record.user)
+      .Bind(10, spec.queue().empty() ? absl::string_view(kDefaultQueueName) : absl::string_view(spec.queue()))
+      .Bind(11, gpus)
+      .Bind(12, cpu_ranks * cpus_per_rank);
   RETURN_IF_ERROR(insert.Run());
   ASSIGN_OR_RETURN(SqliteStatement rank,
                    db_.Prepare("INSERT INTO rank_assignments (job_id, generation, global_rank, local_rank, "
@@ -318,7 +355,8 @@ absl::Status Store::DeleteJobs(const std::vector<std::string>& job_ids) {
   if (job_ids.empty()) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(&db_));
-  for (const char* table : {"job_events", "placements", "rank_assignments", "checkpoint_shards", "checkpoints"}) {
+  // Placements stay: the accounting record (store.h).
+  for (const char* table : {"job_events", "rank_assignments", "checkpoint_shards", "checkpoints"}) {
     ASSIGN_OR_RETURN(SqliteStatement del, db_.Prepare(absl::StrCat("DELETE FROM ", table, " WHERE job_id = ?")));
     for (const std::string& id : job_ids) {
       del.Reset();

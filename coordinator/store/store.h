@@ -112,6 +112,31 @@ struct CheckpointWrite {
   std::optional<v1::JobEvent> event;
 };
 
+// The queue recorded for a job whose spec names none (jobs submitted before
+// queues existed): the name of the one queue a coordinator without a queues
+// file has.
+inline constexpr char kDefaultQueueName[] = "default";
+
+// How Store::LoadUsage groups placements.
+enum class UsageGroup { kUser, kQueue, kJob };
+
+struct UsageQuery {
+  UsageGroup by = UsageGroup::kUser;
+  // Usage within [since, now]: a placement that began earlier counts from
+  // `since`; one still held counts up to `now`.
+  absl::Time since = absl::InfinitePast();
+  absl::Time now;
+  std::string user;  // only this user's placements; empty: everyone's
+};
+
+// One group's usage: slot-seconds within the query's window.
+struct UsageTotal {
+  std::string key;  // the user, queue or job id
+  double gpu_seconds = 0;
+  double cpu_slot_seconds = 0;
+  int64_t placements = 0;  // generations that held slots within the window
+};
+
 class Store {
  public:
   // Opens or creates the database, sets WAL + synchronous=FULL + the busy
@@ -133,15 +158,20 @@ class Store {
   // submit_time), appends `events` (their job_id and sequence are assigned
   // here: the next numbers of the job's timeline) and, if `placement` is
   // not null, records that generation's placement and rank assignments; all
-  // in one transaction. Returns the events as stored.
+  // in one transaction. The placement is recorded with the job's user, queue
+  // (spec.queue; empty: kDefaultQueueName) and slots, held from the first
+  // event's time. When the job's new state is not PLACED, STARTING or RUNNING,
+  // its held placement ends at the time of the event that changed the state,
+  // in the same transaction. Returns the events as stored.
   absl::StatusOr<std::vector<v1::JobEvent>> UpdateJob(const JobRecord& record,
                                                        std::vector<v1::JobEvent> events,
                                                        const v1::Placement* placement);
 
   // Every job in submit order, each with its current generation's placement.
-  // Deletes the jobs and everything stored of them (events, placements,
-  // rank assignments, checkpoint records) in one transaction (retention of
-  // finished jobs). Unknown ids are ignored.
+  // Deletes the jobs and everything stored of them (events, rank
+  // assignments, checkpoint records) in one transaction (retention of
+  // finished jobs), but their placements: those are the accounting record
+  // (LoadUsage), one small row per generation. Unknown ids are ignored.
   absl::Status DeleteJobs(const std::vector<std::string>& job_ids);
   absl::StatusOr<std::vector<JobRecord>> LoadJobs();
   // One page of a job's timeline (see EventPageQuery); the mutex is held for
@@ -153,6 +183,15 @@ class Store {
   // One generation's placement; NOT_FOUND if that generation was never placed.
   absl::StatusOr<v1::Placement> LoadPlacement(const std::string& job_id, int64_t generation);
 
+  // ---- accounting ----
+
+  // Slot-seconds per group, by key, from every placement's [created, ended
+  // or now] (one query over the placements table). A placement is held from
+  // the event that placed its generation to the event that took the job out
+  // of PLACED/STARTING/RUNNING (UpdateJob records both in their
+  // transactions).
+  absl::StatusOr<std::vector<UsageTotal>> LoadUsage(const UsageQuery& query);
+
   // ---- nodes ----
 
   // Inserts or updates a node (node_id, hostname, address, gpus, cpu_slots,
@@ -160,6 +199,9 @@ class Store {
   // not stored). An empty node_id, or one this database never assigned, gets
   // a new id "n-<seq>". Returns the node's id.
   absl::StatusOr<std::string> PutNode(const v1::NodeInfo& node);
+  // PutNode for each node, in order, in one transaction (one fsync): all are
+  // written or none. Returns their ids, in order.
+  absl::StatusOr<std::vector<std::string>> PutNodes(const std::vector<v1::NodeInfo>& nodes);
   // Every node ever registered, in registration order.
   absl::StatusOr<std::vector<v1::NodeInfo>> LoadNodes();
 
@@ -186,10 +228,13 @@ class Store {
   // Folds the job's events of `kind` beyond the first and the newest
   // kEventsKeptPerKind (see above).
   absl::Status CompactEventsLocked(const std::string& job_id, v1::JobEventKind kind);
-  absl::Status InsertPlacementLocked(const std::string& job_id, const v1::Placement& placement,
+  absl::Status InsertPlacementLocked(const JobRecord& record, const v1::Placement& placement,
                                      int64_t created_us);
+  // Ends the job's placements still held (ended_us NULL) at `ended_us`.
+  absl::Status EndPlacementsLocked(const std::string& job_id, int64_t ended_us);
   absl::StatusOr<v1::Placement> LoadPlacementLocked(const std::string& job_id, int64_t generation);
   absl::StatusOr<std::optional<JobRecord>> FindByRequestIdLocked(const std::string& request_id);
+  absl::StatusOr<std::string> PutNodeLocked(const v1::NodeInfo& node);
 
   std::mutex mu_;
   SqliteDb db_;

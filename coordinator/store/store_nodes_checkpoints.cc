@@ -1,5 +1,6 @@
 // Store: nodes and checkpoints (see store.h).
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -32,8 +33,23 @@ v1::NodeInfo StoredNodeFields(const v1::NodeInfo& node) {
 }  // namespace
 
 absl::StatusOr<std::string> Store::PutNode(const v1::NodeInfo& node) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, PutNodes({node}));
+  return ids.front();
+}
+
+absl::StatusOr<std::vector<std::string>> Store::PutNodes(const std::vector<v1::NodeInfo>& nodes) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(&db_));
+  std::vector<std::string> ids;
+  for (const v1::NodeInfo& node : nodes) {
+    ASSIGN_OR_RETURN(std::string id, PutNodeLocked(node));
+    ids.push_back(std::move(id));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return ids;
+}
+
+absl::StatusOr<std::string> Store::PutNodeLocked(const v1::NodeInfo& node) {
   std::string node_id = node.node_id();
   bool known = false;
   if (!node_id.empty()) {
@@ -64,7 +80,6 @@ absl::StatusOr<std::string> Store::PutNode(const v1::NodeInfo& node) {
       .Bind(5, ToMicros(stored.register_time()))
       .Bind(6, node_id);
   RETURN_IF_ERROR(update.Run());
-  RETURN_IF_ERROR(txn.Commit());
   return node_id;
 }
 

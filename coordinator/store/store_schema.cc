@@ -150,6 +150,44 @@ DELETE FROM job_events
 DROP TABLE events_to_fold;
 )sql";
 
+// Version 6: accounting (store.h, Store::LoadUsage). A placement records
+// who used it (user, queue), what it holds (GPUs: its ranks with a GPU; CPU
+// slots: its CPU ranks x cpus_per_rank) and when its generation stopped
+// holding it (ended_us; NULL while the job is PLACED, STARTING or RUNNING in
+// it). Backfill: the user from the job; the queue "default" (no queue
+// existed before); GPUs from the rank assignments; the end from the event
+// that took the generation out of an active state, else the next
+// generation's placement, else the job's end, else (the event was folded
+// away, the job gone) the placement's own time: counted as nothing rather
+// than forever. Not recoverable: cpus_per_rank lives in the serialized spec,
+// so an older CPU placement counts one slot per rank (the default).
+constexpr absl::string_view kSchemaV6 = R"sql(
+ALTER TABLE placements ADD COLUMN user TEXT NOT NULL DEFAULT '';
+ALTER TABLE placements ADD COLUMN queue TEXT NOT NULL DEFAULT '';
+ALTER TABLE placements ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE placements ADD COLUMN cpu_slots INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE placements ADD COLUMN ended_us INTEGER;
+UPDATE placements SET
+  user = COALESCE((SELECT j.user FROM jobs j WHERE j.id = placements.job_id), ''),
+  queue = 'default',
+  gpus = (SELECT COUNT(*) FROM rank_assignments r WHERE r.job_id = placements.job_id
+            AND r.generation = placements.generation AND r.gpu_uuid != ''),
+  cpu_slots = (SELECT COUNT(*) FROM rank_assignments r WHERE r.job_id = placements.job_id
+                 AND r.generation = placements.generation AND r.gpu_uuid = ''),
+  ended_us = CASE
+    WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.id = placements.job_id
+                   AND j.generation = placements.generation AND j.state IN (2, 3, 4)) THEN NULL
+    ELSE COALESCE(
+      (SELECT MIN(e.time_us) FROM job_events e WHERE e.job_id = placements.job_id
+         AND e.generation = placements.generation AND e.from_state IN (2, 3, 4)
+         AND e.to_state NOT IN (2, 3, 4)),
+      (SELECT MIN(n.created_us) FROM placements n WHERE n.job_id = placements.job_id
+         AND n.generation > placements.generation),
+      (SELECT j.end_time_us FROM jobs j WHERE j.id = placements.job_id),
+      placements.created_us)
+  END;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& StoreMigrations() {
@@ -159,6 +197,7 @@ const std::vector<Migration>& StoreMigrations() {
       {3, "checkpoints: whole_model, damage", kSchemaV3},
       {4, "jobs: submitted spec", kSchemaV4},
       {5, "job_events: bounded per kind (folded), compacted", kSchemaV5},
+      {6, "placements: user, queue, gpus, cpu_slots, ended_us (accounting)", kSchemaV6},
   };
   return *migrations;
 }
