@@ -12,7 +12,9 @@
 #      checkpoint and succeeds with 0 restarts used, its final weights equal
 #      to an uninterrupted `ringmaster-trainer --nproc 4` run's (1e-5);
 #   4. bob may not submit to team-a (PERMISSION_DENIED), nobody to an unknown
-#      queue (INVALID_ARGUMENT); a SIGHUP with a broken file keeps the queues.
+#      queue (INVALID_ARGUMENT); `ringmaster usage` equals the placements'
+#      durations in the timeline within 1%; a SIGHUP with a broken file
+#      keeps the queues.
 #
 # Usage: queues_test.sh CLI COORDINATOR WORKER TRAINER SPEC DIFF
 set -uo pipefail
@@ -111,6 +113,29 @@ print(c[0]['path'] if c else '')")
 worst=$("$diff_tool" "$ref" "$(dirname "$final")" --parameters-only | sed -n 's/^max_relative_difference=//p')
 awk -v w="$worst" 'BEGIN { exit !(w != "" && w <= 1e-5) }' ||
   fail "alice's final weights differ from the uninterrupted run's by $worst (> 1e-5)"
+
+# `ringmaster usage` equals the placements' durations (from the timeline) within 1%.
+rm_cli describe "$job" -o json >"$state/job.json" || fail "describe $job failed"
+rm_cli usage --by job -o json >"$state/usage.json" || fail "ringmaster usage failed"
+as alice usage --by user -o json >"$state/usage-alice.json" || fail "ringmaster usage as alice failed"
+python3 - "$job" "$state/job.json" "$state/usage.json" "$state/usage-alice.json" <<'PY' || fail "usage does not match the placements"
+import datetime as d, json, sys
+job, described, usage, mine = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
+t = lambda e: d.datetime.fromisoformat(e["time"].rstrip("Z")[:26])
+held, start = 0.0, None
+for e in described["events"]:
+    if e["kind"] in ("JOB_EVENT_KIND_PLACED", "JOB_EVENT_KIND_RESTARTING"):
+        start = t(e)
+    elif e["kind"] in ("JOB_EVENT_KIND_PREEMPTED", "JOB_EVENT_KIND_SUCCEEDED") and start is not None:
+        held += 4 * (t(e) - start).total_seconds()
+        start = None
+row = [r for r in usage["rows"] if r["key"] == job][0]
+got = row.get("cpuSlotSeconds", 0)
+print(f"usage: {got:.2f} CPU-slot-seconds over {row.get('placements')} placements; timeline: {held:.2f}")
+assert abs(got - held) <= 0.01 * held, (got, held)
+assert int(row.get("placements", 0)) == 2, row
+assert [r["key"] for r in mine["rows"]] == ["alice"], mine  # alice sees her own usage only
+PY
 
 # A broken queues file on SIGHUP: refused, the queues in force stay.
 echo "queues: [{name: team-a}]" >"$state/queues.yaml"

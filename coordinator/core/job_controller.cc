@@ -1,4 +1,5 @@
-// JobController: the façade. Each call goes to the manager that owns it.
+// JobController: the ticker, the operations that span managers, and the
+// forwarders the services still call (job_controller.h says which).
 #include "coordinator/core/job_controller.h"
 
 #include <utility>
@@ -10,7 +11,8 @@ namespace ringmaster::coordinator {
 
 JobController::JobController(const Clock* clock, Store* store, NodeRegistry* nodes, CheckpointRegistry* checkpoints,
                              Rendezvous* rendezvous, JobControllerOptions options)
-    : nodes_(nodes),
+    : store_(store),
+      nodes_(nodes),
       rendezvous_(rendezvous),
       queues_(clock, options.queues.has_value() ? *options.queues : QueueConfig::Default()),
       lifecycle_(clock, store, nodes, checkpoints, rendezvous, options),
@@ -19,7 +21,14 @@ JobController::JobController(const Clock* clock, Store* store, NodeRegistry* nod
 
 void JobController::AddListener(JobListener* listener) { lifecycle_.AddListener(listener); }
 
-absl::Status JobController::Recover() { return lifecycle_.Recover(); }
+absl::Status JobController::Recover() {
+  RETURN_IF_ERROR(lifecycle_.Recover());
+  ASSIGN_OR_RETURN(std::vector<PlacementHold> holds, store_->LoadPlacementHolds(queues_.SeedSince()));
+  std::vector<UsageInterval> intervals;
+  for (const PlacementHold& h : holds) intervals.push_back({h.queue, h.start, h.end, h.gpus, h.cpu_slots});
+  queues_.Seed(intervals);
+  return absl::OkStatus();
+}
 
 // ---- JobService ----
 
@@ -29,11 +38,8 @@ absl::StatusOr<v1::Job> JobController::Submit(v1::JobSpec spec, const SubmitOpti
   return lifecycle_.Submit(std::move(spec), options);
 }
 
-absl::StatusOr<v1::Job> JobController::GetJob(const std::string& job_id) const { return lifecycle_.GetJob(job_id); }
-
-absl::StatusOr<std::vector<v1::JobEvent>> JobController::GetEvents(const std::string& job_id,
-                                                                  int64_t after_sequence) const {
-  return lifecycle_.GetEvents(job_id, after_sequence);
+absl::StatusOr<v1::Job> JobController::GetJob(const std::string& job_id) const {
+  return lifecycle_.views().GetJob(job_id);
 }
 
 absl::StatusOr<EventPage> JobController::GetEventPage(const std::string& job_id, const EventPageQuery& query) const {
@@ -47,15 +53,11 @@ absl::Status JobController::SnapshotJob(
 }
 
 absl::StatusOr<ListJobsPage> JobController::ListJobs(const ListJobsQuery& query) const {
-  return lifecycle_.ListJobs(query);
+  return lifecycle_.views().ListJobs(query);
 }
 
 absl::StatusOr<CancelResult> JobController::Cancel(const std::string& job_id, const std::string& reason) {
   return lifecycle_.Cancel(job_id, reason);
-}
-
-absl::StatusOr<std::map<int32_t, v1::StepMetrics>> JobController::GetRankProgress(const std::string& job_id) const {
-  return lifecycle_.GetRankProgress(job_id);
 }
 
 absl::StatusOr<std::vector<v1::CheckpointInfo>> JobController::ListCheckpoints(const std::string& job_id,
@@ -78,12 +80,6 @@ absl::Status JobController::CheckPlacedOn(const std::string& node_id, const std:
 
 absl::Status JobController::CheckHostsJob(const std::string& node_id, const std::string& job_id) const {
   return lifecycle_.CheckHostsJob(node_id, job_id);
-}
-
-std::vector<StartOrder> JobController::AssignmentsForNode(const std::string& node_id) const {
-  std::vector<StartOrder> orders;
-  reconciler_.AssignmentsForNode(node_id, [&](const std::vector<StartOrder>& snapshot) { orders = snapshot; });
-  return orders;
 }
 
 void JobController::AssignmentsForNode(const std::string& node_id,

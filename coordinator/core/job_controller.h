@@ -1,24 +1,30 @@
 #ifndef RINGMASTER_COORDINATOR_CORE_JOB_CONTROLLER_H_
 #define RINGMASTER_COORDINATOR_CORE_JOB_CONTROLLER_H_
 
-// JobController: the coordinator's job logic as the gRPC services need it,
-// in plain C++ (no gRPC here):
-//
-//   JobService         Submit, GetJob, GetEvents, GetEventPage, ListJobs, Cancel,
-//                      GetRankProgress, ListCheckpoints (+ NodeRegistry for ListNodes)
-//   NodeService        RegisterNode, AssignmentsForNode, ReportRankExit,
-//                      ReportProgress (+ NodeRegistry::Heartbeat/CheckSession)
-//   CheckpointService  CommitCheckpoint, LatestCheckpoint
-//   RendezvousService  the Rendezvous itself (this class is its listener)
-//
-// A façade over three managers, each with its own lock and threading
-// contract (in its header), split the way Ray's GCS splits its managers:
+// JobController: builds and owns the coordinator's job managers, each with
+// its own lock and threading contract (in its header), split the way Ray's
+// GCS splits its managers:
 //   JobLifecycle    every job's state machine, timeline, restarts, fencing;
-//                   one lock per job, readers never wait for a store write
+//                   one lock per job; it publishes into
+//   JobViews        what readers see (GetJob, ListJobs, GetRankProgress),
+//                   never waiting for a store write
 //   Dispatcher      scheduling passes and placements
 //   NodeReconciler  registrations, lost nodes, what runs where
-// Every state transition is written to the Store with its JobEvent before it
-// is applied in memory or announced; if the write fails, nothing changed.
+// and the QueueBook (the queues in force, their fair-share usage). Every
+// state transition is written to the Store with its JobEvent before it is
+// applied in memory or announced; if the write fails, nothing changed.
+//
+// What it is: the ticker (Tick, ScheduleNow) and the few operations that
+// span managers: Submit (the queue is resolved before the lifecycle stores
+// the job), cordon and drain (NodeRegistry, then JobLifecycle at every
+// Tick), the queues (ReplaceQueues, QueueLoads), Recover (the lifecycle,
+// then the queues' usage). Callers reach the managers through lifecycle(),
+// views(), reconciler() and dispatcher() for everything else.
+//
+// The one-line forwarders below (GetJob ... ReportDamagedCheckpoint,
+// ExpireFinishedJobs, the RendezvousListener) remain only because the gRPC
+// services (coordinator/service/*) and the composition root still call them;
+// they go once those callers move to the managers (coordinator/DESIGN.md).
 //
 // Time: Tick() (call it about once a second) expires node leases, restarts
 // generations that made no progress for restart.progress_timeout_seconds,
@@ -67,11 +73,19 @@ class JobController : public RendezvousListener {
   // Before Recover and before any traffic. Not owned; must outlive this.
   void AddListener(JobListener* listener);
 
+  // ---- the managers (what callers use for everything but the above) ----
+  JobLifecycle& lifecycle() { return lifecycle_; }
+  const JobLifecycle& lifecycle() const { return lifecycle_; }
+  const JobViews& views() const { return lifecycle_.views(); }
+  NodeReconciler& reconciler() { return reconciler_; }
+  Dispatcher& dispatcher() { return dispatcher_; }
+
   // Loads every job from the store (after NodeRegistry::Recover and
   // CheckpointRegistry::Recover). QUEUED jobs keep their queue position;
   // RUNNING jobs continue (their slots reserved again, a RECOVERED event);
   // PLACED/STARTING jobs, whose rendezvous state was lost, restart their
-  // generation; terminal jobs stay as they are.
+  // generation; terminal jobs stay as they are. The queues' fair-share usage
+  // is seeded from the store's placements.
   absl::Status Recover();
 
   // ---- JobService ----
@@ -87,9 +101,6 @@ class JobController : public RendezvousListener {
   absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
-  // Every event after `after_sequence` (the timeline is bounded; page by
-  // page from the store). NOT_FOUND.
-  absl::StatusOr<std::vector<v1::JobEvent>> GetEvents(const std::string& job_id, int64_t after_sequence) const;
   // One page of the job's timeline (Store::LoadEventPage): GetJob's. NOT_FOUND.
   absl::StatusOr<EventPage> GetEventPage(const std::string& job_id, const EventPageQuery& query) const;
   // WatchJob's start: calls `at_snapshot` with the job and the newest page
@@ -107,8 +118,6 @@ class JobController : public RendezvousListener {
   // Any non-terminal state -> CANCELLED, stopping the current generation's
   // ranks; a terminal job is returned unchanged. NOT_FOUND.
   absl::StatusOr<CancelResult> Cancel(const std::string& job_id, const std::string& reason);
-  // The latest step metrics of each rank of the current generation.
-  absl::StatusOr<std::map<int32_t, v1::StepMetrics>> GetRankProgress(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::CheckpointInfo>> ListCheckpoints(const std::string& job_id,
                                                                   bool include_incomplete) const;
 
@@ -135,13 +144,12 @@ class JobController : public RendezvousListener {
   absl::Status CheckHostsJob(const std::string& node_id, const std::string& job_id) const;
   // What should run on a node now: a start order per current generation
   // placed there (sent when a worker's session opens; workers treat a start
-  // order for ranks already running as done).
-  std::vector<StartOrder> AssignmentsForNode(const std::string& node_id) const;
-  // The same, with `at_snapshot` called with the orders while every job's
-  // lock is held (listener rules apply), so that a session attached inside
-  // it receives every later order after these: a stop order of a generation
-  // can never be overtaken by that generation's start order, and no start
-  // order is lost between the snapshot and the attach.
+  // order for ranks already running as done). `at_snapshot` is called with
+  // the orders while every job's lock is held (listener rules apply), so
+  // that a session attached inside it receives every later order after
+  // these: a stop order of a generation can never be overtaken by that
+  // generation's start order, and no start order is lost between the
+  // snapshot and the attach.
   void AssignmentsForNode(const std::string& node_id,
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
   // Releases the rank's slot; for the current generation: all ranks exited 0
@@ -221,6 +229,7 @@ class JobController : public RendezvousListener {
   // One round of every drain in progress; ends those with nothing left.
   void ContinueDrains();
 
+  Store* const store_;
   NodeRegistry* const nodes_;
   Rendezvous* const rendezvous_;
   QueueBook queues_;

@@ -175,5 +175,19 @@ queues:
   EXPECT_EQ(SubmitAs("bob", "team-b").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(JobControllerQueuesTest, FairShareUsageOutlivesARestart) {
+  AddNode("host-a", 1);
+  const std::string a = MustSubmitAs("alice");
+  RunToRunning(a);
+  AdvanceWithHeartbeats(absl::Minutes(10));
+  controller_->Tick();
+  const double before = controller_->queues().DecayedUsage("team-a");
+  EXPECT_NEAR(before, 600, 5);  // one GPU for 10 minutes, a 7-day half-life
+  Restart();
+  // Seeded from the store's placement (still held: counted up to now).
+  EXPECT_NEAR(controller_->queues().DecayedUsage("team-a"), before, 5);
+  EXPECT_EQ(controller_->queues().DecayedUsage("team-b"), 0);
+}
+
 }  // namespace
 }  // namespace ringmaster::coordinator

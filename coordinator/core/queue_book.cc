@@ -43,6 +43,11 @@ void QueueBook::Seed(const std::vector<UsageInterval>& intervals) {
   }
 }
 
+absl::Time QueueBook::SeedSince() const {
+  const absl::Duration half_life = config()->fair_share().half_life;
+  return half_life == absl::InfiniteDuration() ? absl::InfinitePast() : clock_->Now() - 20 * half_life;
+}
+
 void QueueBook::Advance(const std::map<std::string, QueueResources>& held) {
   std::lock_guard<std::mutex> lock(mu_);
   const absl::Time now = clock_->Now();

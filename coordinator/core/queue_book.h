@@ -45,6 +45,9 @@ class QueueBook {
   // Usage before this coordinator started (placements of the store),
   // decayed to now.
   void Seed(const std::vector<UsageInterval>& intervals);
+  // Usage that ended before this weighs less than a millionth of its
+  // slot-seconds now (20 half-lives): Seed need not be given it.
+  absl::Time SeedSince() const;
   // Adds what the queues held (`held`, by queue) since the previous call,
   // decayed to now.
   void Advance(const std::map<std::string, QueueResources>& held);

@@ -129,6 +129,15 @@ struct UsageQuery {
   std::string user;  // only this user's placements; empty: everyone's
 };
 
+// One placement's hold on slots, as fair share reads it back after a restart.
+struct PlacementHold {
+  std::string queue;
+  absl::Time start;
+  absl::Time end = absl::InfiniteFuture();  // still held
+  int64_t gpus = 0;
+  int64_t cpu_slots = 0;
+};
+
 // One group's usage: slot-seconds within the query's window.
 struct UsageTotal {
   std::string key;  // the user, queue or job id
@@ -191,6 +200,9 @@ class Store {
   // of PLACED/STARTING/RUNNING (UpdateJob records both in their
   // transactions).
   absl::StatusOr<std::vector<UsageTotal>> LoadUsage(const UsageQuery& query);
+  // Every placement held at or after `since` (still held ones included), in
+  // no particular order: what the queues' fair share is seeded from.
+  absl::StatusOr<std::vector<PlacementHold>> LoadPlacementHolds(absl::Time since);
 
   // ---- nodes ----
 

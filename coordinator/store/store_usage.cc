@@ -61,4 +61,24 @@ absl::StatusOr<std::vector<UsageTotal>> Store::LoadUsage(const UsageQuery& query
   return totals;
 }
 
+absl::StatusOr<std::vector<PlacementHold>> Store::LoadPlacementHolds(absl::Time since) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   db_.Prepare("SELECT queue, created_us, ended_us, gpus, cpu_slots FROM placements "
+                               "WHERE ended_us IS NULL OR ended_us >= ?"));
+  stmt.Bind(1, absl::ToUnixMicros(since));
+  std::vector<PlacementHold> holds;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    PlacementHold& h = holds.emplace_back();
+    h.queue = stmt.ColumnText(0);
+    h.start = absl::FromUnixMicros(stmt.ColumnInt(1));
+    if (!stmt.ColumnIsNull(2)) h.end = absl::FromUnixMicros(stmt.ColumnInt(2));
+    h.gpus = stmt.ColumnInt(3);
+    h.cpu_slots = stmt.ColumnInt(4);
+  }
+  return holds;
+}
+
 }  // namespace ringmaster::coordinator
