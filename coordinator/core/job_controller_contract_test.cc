@@ -280,7 +280,7 @@ TEST_F(JobControllerContractTest, EachNodeReceivesItsSliceOfThePlacement) {
     EXPECT_EQ(order.global_ranks.size(), 4u);
   }
   // So does a node whose session opens later.
-  std::vector<StartOrder> again = controller_->AssignmentsForNode(b);
+  std::vector<StartOrder> again = Assignments(b);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].placement.ranks_size(), 4);
   EXPECT_EQ(again[0].placement.ranks(0).global_rank(), 4);

@@ -4,20 +4,15 @@
 // dispatcher and the node reconciler ask of it, in job_lifecycle_nodes.cc.
 #include "coordinator/core/job_lifecycle.h"
 
-#include <algorithm>
-#include <filesystem>
 #include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "common/env_policy.h"
 #include "common/checkpoint_layout.h"
-#include "common/path_within.h"
 #include "common/proto_time.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
+#include "coordinator/core/job_admission.h"
+#include "coordinator/core/job_retention.h"
 #include "coordinator/core/job_state_machine.h"
 #include "coordinator/core/job_summary.h"
 #include "spdlog/spdlog.h"
@@ -25,34 +20,8 @@
 namespace ringmaster::coordinator {
 namespace {
 
-constexpr size_t kMaxRequestIdLength = 128;
-// SubmitJobRequest.overrides: how many, and how long each.
-constexpr size_t kMaxOverrides = 256;
-constexpr size_t kMaxOverrideLength = 4096;
-constexpr int32_t kDefaultPageSize = 100;
 // CancelJobRequest.reason, recorded in the job's message and its event.
 constexpr size_t kMaxCancelReasonBytes = 1024;
-constexpr int32_t kMaxPageSize = 1000;
-
-// The request id's and the recorded --set assignments' bounds.
-absl::Status CheckSubmitOptions(const SubmitOptions& options) {
-  if (options.request_id.size() > kMaxRequestIdLength) {
-    return absl::InvalidArgumentError(absl::StrCat("request_id: must be at most ", kMaxRequestIdLength,
-                                                   " characters, got ", options.request_id.size()));
-  }
-  const std::vector<std::string>& overrides = options.overrides;
-  if (overrides.size() > kMaxOverrides) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("overrides: at most ", kMaxOverrides, " --set assignments, got ", overrides.size()));
-  }
-  for (size_t i = 0; i < overrides.size(); ++i) {
-    if (overrides[i].size() > kMaxOverrideLength) {
-      return absl::InvalidArgumentError(absl::StrCat("overrides[", i, "]: must be at most ", kMaxOverrideLength,
-                                                     " bytes, got ", overrides[i].size()));
-    }
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -87,10 +56,6 @@ std::vector<std::shared_ptr<JobLifecycle::Entry>> JobLifecycle::AllEntries() con
   return all;
 }
 
-absl::Status JobLifecycle::NotFound(const std::string& job_id) const {
-  return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
-}
-
 v1::Job JobLifecycle::SnapshotLocked(const Entry& entry) const {
   v1::Job job = entry.record.job;
   auto rank0 = entry.progress.find(0);
@@ -100,33 +65,10 @@ v1::Job JobLifecycle::SnapshotLocked(const Entry& entry) const {
   return job;
 }
 
-void JobLifecycle::PublishLocked(const Entry& entry, const v1::Job& job) {
-  v1::JobSummary summary = SummarizeJob(job);
-  std::lock_guard<std::mutex> lock(table_mu_);
-  View& view = views_[job.id()];
-  view.submit_seq = entry.record.submit_seq;
-  view.job = job;
-  view.summary = std::move(summary);
-}
-
-void JobLifecycle::PublishProgress(const std::string& job_id, int32_t global_rank, const v1::StepMetrics& metrics) {
-  std::lock_guard<std::mutex> lock(table_mu_);
-  View& view = views_[job_id];
-  view.progress[global_rank] = metrics;
-  if (global_rank == 0) {
-    *view.job.mutable_progress() = metrics;
-    *view.summary.mutable_progress() = metrics;
-  }
-}
-
-void JobLifecycle::ClearProgress(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(table_mu_);
-  views_[job_id].progress.clear();
-}
 
 void JobLifecycle::NotifyJobLocked(const Entry& entry, const std::vector<v1::JobEvent>& events) {
   const v1::Job job = SnapshotLocked(entry);
-  PublishLocked(entry, job);
+  views_.Publish(job, entry.record.submit_seq);
   for (JobListener* l : listeners_) l->OnJobChanged(job, events);
 }
 
@@ -164,32 +106,6 @@ absl::Status JobLifecycle::CommitLocked(Entry& entry, JobRecord next, std::vecto
   entry.record = std::move(next);
   NotifyJobLocked(entry, stored);
   return absl::OkStatus();
-}
-
-absl::Status JobLifecycle::CheckCheckpointRoot(const std::string& directory) const {
-  if (directory.empty()) return absl::OkStatus();
-  const std::vector<std::string> roots = CheckpointRoots();
-  if (PathWithinAny(directory, roots)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "checkpoint.directory: ", directory, " is not within a checkpoint root this coordinator allows (",
-      absl::StrJoin(roots, ", "),
-      "); leave it out to use the coordinator's own, or ask the operator to allow it "
-      "(ringmaster-coordinator --checkpoint-allowed-roots)"));
-}
-
-absl::Status JobLifecycle::CheckEnvAllowed(const v1::JobSpec& spec) const {
-  ASSIGN_OR_RETURN(EnvPolicy policy, EnvPolicy::Create(options_.allowed_env));
-  std::vector<std::string> names;
-  for (const auto& [name, value] : spec.env()) names.push_back(name);
-  std::sort(names.begin(), names.end());  // the same error every time
-  for (const std::string& name : names) RETURN_IF_ERROR(policy.Check(name));
-  return absl::OkStatus();
-}
-
-std::vector<std::string> JobLifecycle::CheckpointRoots() const {
-  std::vector<std::string> roots = options_.allowed_checkpoint_roots;
-  roots.push_back(options_.checkpoint_root);
-  return roots;
 }
 
 std::string JobLifecycle::CheckpointDir(const v1::Job& job) const {
@@ -246,7 +162,7 @@ absl::Status JobLifecycle::Recover() {
                    absl::StrCat("coordinator restarted during the rendezvous of generation ", job.generation())}));
     } else {
       if (job.generation() > 0) rendezvous_->EndGeneration(id, job.generation());  // RESTARTING or terminal: fenced
-      PublishLocked(*entry, SnapshotLocked(*entry));
+      views_.Publish(SnapshotLocked(*entry), entry->record.submit_seq);
     }
   }
   return absl::OkStatus();
@@ -259,10 +175,7 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
   v1::SubmittedSpec as_sent;
   *as_sent.mutable_spec() = spec;
   as_sent.mutable_overrides()->Assign(options.overrides.begin(), options.overrides.end());
-  ApplyDefaults(&spec);
-  RETURN_IF_ERROR(ValidateJobSpec(spec));
-  RETURN_IF_ERROR(CheckCheckpointRoot(spec.checkpoint().directory()));
-  RETURN_IF_ERROR(CheckEnvAllowed(spec));
+  RETURN_IF_ERROR(AdmitJobSpec(&spec, options_));
   if (options.validate_only) {
     v1::Job job;
     *job.mutable_spec() = std::move(spec);
@@ -289,7 +202,7 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
   if (!created) {
     // The job as readers see it now; as stored, while its first submission
     // is still being entered.
-    absl::StatusOr<v1::Job> existing = GetJob(stored.job.id());
+    absl::StatusOr<v1::Job> existing = views_.GetJob(stored.job.id());
     return existing.ok() ? *std::move(existing) : stored.job;
   }
   std::lock_guard<std::mutex> entry_lock(entry->mu);
@@ -307,28 +220,21 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
   return SnapshotLocked(*entry);
 }
 
-absl::StatusOr<v1::Job> JobLifecycle::GetJob(const std::string& job_id) const {
-  std::lock_guard<std::mutex> lock(table_mu_);
-  auto it = views_.find(job_id);
-  if (it == views_.end()) return NotFound(job_id);
-  return it->second.job;
-}
-
 absl::StatusOr<std::vector<v1::JobEvent>> JobLifecycle::GetEvents(const std::string& job_id,
                                                                  int64_t after_sequence) const {
-  if (Find(job_id) == nullptr) return NotFound(job_id);
+  if (Find(job_id) == nullptr) return JobNotFoundError(job_id);
   return store_->LoadEvents(job_id, after_sequence);
 }
 
 absl::StatusOr<EventPage> JobLifecycle::GetEventPage(const std::string& job_id, const EventPageQuery& query) const {
-  if (Find(job_id) == nullptr) return NotFound(job_id);
+  if (Find(job_id) == nullptr) return JobNotFoundError(job_id);
   return store_->LoadEventPage(job_id, query);
 }
 
 absl::Status JobLifecycle::SnapshotJob(const std::string& job_id, int64_t after_sequence,
                                        const std::function<void(const v1::Job&, const EventPage&)>& at_snapshot) const {
   std::shared_ptr<Entry> entry = Find(job_id);
-  if (entry == nullptr) return NotFound(job_id);
+  if (entry == nullptr) return JobNotFoundError(job_id);
   // The job's own lock: its events are written under it too, so none can
   // slip between this read and the subscription made in at_snapshot. One
   // page, the newest: the locks are never held across a whole history.
@@ -342,66 +248,13 @@ absl::Status JobLifecycle::SnapshotJob(const std::string& job_id, int64_t after_
   return absl::OkStatus();
 }
 
-absl::StatusOr<ListJobsPage> JobLifecycle::ListJobs(const ListJobsQuery& query) const {
-  if (query.page_size < 0 || query.page_size > kMaxPageSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size: must be in [0, ", kMaxPageSize, "], got ", query.page_size));
-  }
-  int64_t before_seq = INT64_MAX;
-  if (!query.page_token.empty() && (!absl::SimpleAtoi(query.page_token, &before_seq) || before_seq < 1)) {
-    return absl::InvalidArgumentError("page_token: not a token ListJobs returned");
-  }
-  const size_t page = query.page_size == 0 ? kDefaultPageSize : static_cast<size_t>(query.page_size);
-  std::lock_guard<std::mutex> lock(table_mu_);
-  std::vector<const View*> matching;
-  std::vector<const View*> waiting;  // for queue positions
-  for (const auto& [id, view] : views_) {
-    const v1::Job& job = view.job;
-    if (job.state() == v1::JOB_STATE_QUEUED || job.state() == v1::JOB_STATE_RESTARTING) waiting.push_back(&view);
-    if (view.submit_seq >= before_seq) continue;
-    if (!query.states.empty() &&
-        std::find(query.states.begin(), query.states.end(), job.state()) == query.states.end()) {
-      continue;
-    }
-    bool labels_match = true;
-    for (const auto& [k, v] : query.label_selector) {
-      auto it = job.spec().labels().find(k);
-      labels_match &= it != job.spec().labels().end() && it->second == v;
-    }
-    if (labels_match) matching.push_back(&view);
-  }
-  std::sort(matching.begin(), matching.end(),
-            [](const View* a, const View* b) { return a->submit_seq > b->submit_seq; });
-  // The scheduler's order: priority, then submission (a restart keeps its place).
-  std::sort(waiting.begin(), waiting.end(), [](const View* a, const View* b) {
-    const int32_t pa = a->job.spec().priority(), pb = b->job.spec().priority();
-    return pa != pb ? pa > pb : a->submit_seq < b->submit_seq;
-  });
-  std::map<const View*, int32_t> position;
-  for (size_t i = 0; i < waiting.size(); ++i) position[waiting[i]] = static_cast<int32_t>(i + 1);
-  // Summaries up to page_size, and below kMaxListJobsPageBytes (at least one).
-  ListJobsPage out;
-  size_t bytes = 0, taken = 0;
-  for (; taken < matching.size() && taken < page; ++taken) {
-    v1::JobSummary summary = matching[taken]->summary;
-    auto at = position.find(matching[taken]);
-    if (at != position.end()) summary.set_queue_position(at->second);
-    const size_t size = summary.ByteSizeLong() + 8;  // and its framing in the response
-    if (!out.jobs.empty() && bytes + size > kMaxListJobsPageBytes) break;
-    bytes += size;
-    out.jobs.push_back(std::move(summary));
-  }
-  if (taken < matching.size()) out.next_page_token = absl::StrCat(matching[taken - 1]->submit_seq);
-  return out;
-}
-
 absl::StatusOr<CancelResult> JobLifecycle::Cancel(const std::string& job_id, const std::string& reason) {
   if (reason.size() > kMaxCancelReasonBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("reason: at most ", kMaxCancelReasonBytes, " bytes, got ", reason.size()));
   }
   std::shared_ptr<Entry> found = Find(job_id);
-  if (found == nullptr) return NotFound(job_id);
+  if (found == nullptr) return JobNotFoundError(job_id);
   Entry& entry = *found;
   std::lock_guard<std::mutex> lock(entry.mu);
   CancelResult result;
@@ -425,59 +278,28 @@ absl::StatusOr<CancelResult> JobLifecycle::Cancel(const std::string& job_id, con
   return result;
 }
 
-absl::StatusOr<std::map<int32_t, v1::StepMetrics>> JobLifecycle::GetRankProgress(const std::string& job_id) const {
-  std::lock_guard<std::mutex> lock(table_mu_);
-  auto it = views_.find(job_id);
-  if (it == views_.end()) return NotFound(job_id);
-  return it->second.progress;
-}
-
 absl::StatusOr<std::vector<v1::CheckpointInfo>> JobLifecycle::ListCheckpoints(const std::string& job_id,
                                                                              bool include_incomplete) const {
-  if (Find(job_id) == nullptr) return NotFound(job_id);
+  if (Find(job_id) == nullptr) return JobNotFoundError(job_id);
   return checkpoints_->List(job_id, include_incomplete);
 }
 
 absl::StatusOr<v1::CheckpointInfo> JobLifecycle::LatestCheckpoint(const std::string& job_id) const {
-  if (Find(job_id) == nullptr) return NotFound(job_id);
+  if (Find(job_id) == nullptr) return JobNotFoundError(job_id);
   return checkpoints_->Latest(job_id);
 }
 
 absl::StatusOr<std::vector<std::string>> JobLifecycle::ExpireFinished(absl::Time now,
                                                                       const JobRetention& retention) {
-  struct Finished {
-    absl::Time ended;
-    int64_t submit_seq;
-    std::string id;
-  };
-  std::vector<Finished> finished;
-  {
-    std::lock_guard<std::mutex> lock(table_mu_);
-    for (const auto& [id, view] : views_) {
-      if (!IsTerminal(view.job.state())) continue;
-      finished.push_back({FromProtoTime(view.job.end_time()), view.submit_seq, id});
-    }
-  }
-  // Newest first; the first max_count are kept unless too old.
-  std::sort(finished.begin(), finished.end(), [](const Finished& a, const Finished& b) {
-    return a.ended != b.ended ? a.ended > b.ended : a.submit_seq > b.submit_seq;
-  });
-  std::vector<std::string> expired;
-  for (size_t i = 0; i < finished.size(); ++i) {
-    const bool too_many = retention.max_count >= 0 && i >= static_cast<size_t>(retention.max_count);
-    const bool too_old = retention.max_age > absl::ZeroDuration() && now - finished[i].ended > retention.max_age;
-    if (too_many || too_old) expired.push_back(finished[i].id);
-  }
+  std::vector<std::string> expired = SelectExpired(views_.Finished(), retention, now);
   if (expired.empty()) return expired;
   // A terminal job never changes again, so no transition can race with this.
   RETURN_IF_ERROR(store_->DeleteJobs(expired));
   {
     std::lock_guard<std::mutex> lock(table_mu_);
-    for (const std::string& id : expired) {
-      jobs_.erase(id);
-      views_.erase(id);
-    }
+    for (const std::string& id : expired) jobs_.erase(id);
   }
+  views_.Erase(expired);
   for (const std::string& id : expired) checkpoints_->Forget(id);
   return expired;
 }

@@ -18,15 +18,19 @@
 //    job, its store write included, so that a job's transitions and its
 //    announcements (JobListener) happen one at a time and in order. Only
 //    calls about the same job wait for it.
-//  * `table_mu_` guards the map of jobs and the published views; it is held
-//    only to copy in memory, never during I/O or a callback.
-//  * readers (GetJob, ListJobs, GetRankProgress) read the published views
-//    and never wait for a store write.
+//  * `table_mu_` guards the map of jobs; it is held only to copy in memory,
+//    never during I/O or a callback.
+//  * readers (GetJob, ListJobs, GetRankProgress) read the views this
+//    publishes (JobViews, its own leaf lock) and never wait for a store write.
 // Lock order: job mutexes (several only in job-id order: AssignmentsForNode)
 // -> {NodeRegistry, CheckpointRegistry, Rendezvous, listeners} -> Store;
-// table_mu_ is a leaf. JobListener callbacks run with the job's mutex held:
-// they must only enqueue, never call back. The Rendezvous calls
-// OnRendezvous* without its own lock held (see rendezvous.h).
+// table_mu_ and the views' lock are leaves. JobListener callbacks run with
+// the job's mutex held: they must only enqueue, never call back. The
+// Rendezvous calls OnRendezvous* without its own lock held (see rendezvous.h).
+//
+// What it leaves to others: the read views and their paging (JobViews),
+// what a submission must pass before it is stored (job_admission.h, pure),
+// which finished jobs retention deletes (job_retention.h, pure).
 
 #include <cstdint>
 #include <functional>
@@ -44,6 +48,7 @@
 #include "common/clock.h"
 #include "coordinator/core/checkpoint_registry.h"
 #include "coordinator/core/job_types.h"
+#include "coordinator/core/job_views.h"
 #include "coordinator/core/node_registry.h"
 #include "coordinator/core/node_strikes.h"
 #include "coordinator/core/rendezvous.h"
@@ -68,16 +73,17 @@ class JobLifecycle : public RendezvousListener {
   // restart their generation; terminal jobs stay as they are.
   absl::Status Recover();
 
+  // What readers see of every job (GetJob, ListJobs, GetRankProgress).
+  const JobViews& views() const { return views_; }
+
   // ---- JobService (JobController documents each) ----
+  // Checks the submission (job_admission.h) before it stores anything.
   absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
-  absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::JobEvent>> GetEvents(const std::string& job_id, int64_t after_sequence) const;
   absl::StatusOr<EventPage> GetEventPage(const std::string& job_id, const EventPageQuery& query) const;
   absl::Status SnapshotJob(const std::string& job_id, int64_t after_sequence,
                            const std::function<void(const v1::Job&, const EventPage&)>& at_snapshot) const;
-  absl::StatusOr<ListJobsPage> ListJobs(const ListJobsQuery& query) const;
   absl::StatusOr<CancelResult> Cancel(const std::string& job_id, const std::string& reason);
-  absl::StatusOr<std::map<int32_t, v1::StepMetrics>> GetRankProgress(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::CheckpointInfo>> ListCheckpoints(const std::string& job_id,
                                                                   bool include_incomplete) const;
 
@@ -196,10 +202,10 @@ class JobLifecycle : public RendezvousListener {
 
   // ---- retention ----
   // Deletes the finished jobs that ended more than retention.max_age before
-  // `now`, or are beyond the newest retention.max_count finished ones: from
-  // the store (one transaction), the checkpoint registry and memory. Returns
-  // their ids (the caller removes their logs). Nothing changes on a store
-  // error.
+  // `now`, or are beyond the newest retention.max_count finished ones
+  // (SelectExpired): from the store (one transaction), the checkpoint
+  // registry and memory. Returns their ids (the caller removes their logs).
+  // Nothing changes on a store error.
   absl::StatusOr<std::vector<std::string>> ExpireFinished(absl::Time now, const JobRetention& retention);
 
   // ---- time ----
@@ -247,13 +253,6 @@ class JobLifecycle : public RendezvousListener {
     };
     std::optional<PreemptWait> preempt;
   };
-  // What readers see of a job: published after each change of its entry.
-  struct View {
-    v1::Job job;  // with progress (rank 0's) and last_checkpoint
-    v1::JobSummary summary;  // SummarizeJob(job), kept with it: what ListJobs copies
-    int64_t submit_seq = 0;
-    std::map<int32_t, v1::StepMetrics> progress;
-  };
   // One failure of a job's current generation.
   struct GenerationFailure {
     v1::JobEventKind kind = v1::JOB_EVENT_KIND_RANK_EXITED;
@@ -267,17 +266,11 @@ class JobLifecycle : public RendezvousListener {
 
   std::shared_ptr<Entry> Find(const std::string& job_id) const;
   std::vector<std::shared_ptr<Entry>> AllEntries() const;
-  absl::Status NotFound(const std::string& job_id) const;
 
   // The rest run with entry.mu held.
   v1::Job SnapshotLocked(const Entry& entry) const;
-  // Makes `job` (SnapshotLocked of `entry`) what readers see; the view's
-  // progress is kept by ReportProgress and DispatchLocked.
-  void PublishLocked(const Entry& entry, const v1::Job& job);
-  // The readers' copy of one rank's progress; ClearProgress: a new
-  // generation's progress starts empty.
-  void PublishProgress(const std::string& job_id, int32_t global_rank, const v1::StepMetrics& metrics);
-  void ClearProgress(const std::string& job_id);
+  // Publishes the entry to views_ (whose per-rank progress ReportProgress
+  // and DispatchLocked keep), then tells the listeners.
   void NotifyJobLocked(const Entry& entry, const std::vector<v1::JobEvent>& events);
   void NotifyStopLocked(const std::vector<StopOrder>& orders);
   v1::JobEvent MakeEvent(const Entry& entry, v1::JobEventKind kind, v1::JobState to, const std::string& reason,
@@ -287,16 +280,9 @@ class JobLifecycle : public RendezvousListener {
   // must be legal.
   absl::Status CommitLocked(Entry& entry, JobRecord next, std::vector<v1::JobEvent> events,
                             const v1::Placement* placement = nullptr);
-  // INVALID_ARGUMENT naming checkpoint.directory unless it is empty or within
-  // an allowed root.
-  absl::Status CheckCheckpointRoot(const std::string& directory) const;
-  // Every name of the spec's env is one options_.allowed_env allows.
-  absl::Status CheckEnvAllowed(const v1::JobSpec& spec) const;
   // <root>/<job id>/gen-<generation> of the job's current generation
   // (common/checkpoint_layout.h): the one directory its commits may name.
   std::string CheckpointDir(const v1::Job& job) const;
-  // allowed_checkpoint_roots, then checkpoint_root.
-  std::vector<std::string> CheckpointRoots() const;
   std::set<std::string> ExcludedNodesLocked(const Entry& entry, const std::vector<NodeCapacity>& capacity) const;
   void DispatchLocked(Entry& entry);
   absl::Status MarkRunningLocked(Entry& entry, const std::string& why);
@@ -332,7 +318,7 @@ class JobLifecycle : public RendezvousListener {
 
   mutable std::mutex table_mu_;
   std::map<std::string, std::shared_ptr<Entry>> jobs_;  // by id; guarded by table_mu_
-  std::map<std::string, View> views_;                   // by id; guarded by table_mu_
+  JobViews views_;
 };
 
 // Whether a job in state `s` has a generation placed (PLACED, STARTING, RUNNING).

@@ -1,15 +1,10 @@
-// Bounded answers from the job managers (issue #27, item 4): ListJobs pages
-// summaries by count and by bytes, with queue positions; a job's timeline
-// stays bounded through thousands of checkpoint commits and is read in
-// pages; what a user or a rank sends is cut before it is recorded.
-#include <map>
-#include <set>
+// Bounded answers from the job managers (issue #27, item 4): a job's
+// timeline stays bounded through thousands of checkpoint commits and is read
+// in pages; what a user or a rank sends is cut before it is recorded.
+// (ListJobs' pages by count and bytes: job_views_test.cc.)
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "common/spec_limits.h"
 #include "coordinator/core/job_controller.h"
 #include "coordinator/core/job_summary.h"
 #include "coordinator/testing/job_controller_fixture.h"
@@ -22,66 +17,6 @@ using testing::JobControllerFixture;
 using testing::MakeSpec;
 
 class JobLifecycleBoundsTest : public JobControllerFixture {};
-
-// Every label and node selector at its limit: a summary of about 30 KiB.
-v1::JobSpec Heavy(int i) {
-  v1::JobSpec spec = MakeSpec(1, 1, v1::ResourceSpec::CPU);
-  spec.set_name(absl::StrCat("heavy-", i));
-  for (int k = 0; k < kMaxLabels; ++k) {
-    (*spec.mutable_labels())[absl::StrFormat("label-%02d", k)] = std::string(kMaxLabelValueBytes, 'v');
-  }
-  for (int k = 0; k < kMaxNodeSelectorEntries; ++k) {
-    (*spec.mutable_resources()->mutable_node_selector())[absl::StrFormat("sel-%02d", k)] =
-        std::string(kMaxLabelValueBytes, 's');
-  }
-  return spec;
-}
-
-TEST_F(JobLifecycleBoundsTest, ListJobsPagesBySizeAsWellAsCount) {
-  constexpr int kJobs = 60;
-  for (int i = 1; i <= kJobs; ++i) ASSERT_FALSE(MustSubmit(Heavy(i)).empty());
-  ListJobsQuery query;
-  query.page_size = 1000;
-  std::vector<std::string> seen;
-  int pages = 0;
-  do {
-    absl::StatusOr<ListJobsPage> page = controller_->ListJobs(query);
-    ASSERT_TRUE(page.ok()) << page.status();
-    ++pages;
-    size_t bytes = 0;
-    for (const v1::JobSummary& s : page->jobs) {
-      bytes += s.ByteSizeLong();
-      seen.push_back(s.id());
-      EXPECT_EQ(s.spec().labels_size(), kMaxLabels);
-      EXPECT_FALSE(s.abridged());
-    }
-    EXPECT_LE(bytes, kMaxListJobsPageBytes);
-    EXPECT_LT(page->jobs.size(), static_cast<size_t>(kJobs));  // the bytes stop it, not the count
-    query.page_token = page->next_page_token;
-  } while (!query.page_token.empty());
-  EXPECT_GE(pages, 2);
-  ASSERT_EQ(seen.size(), static_cast<size_t>(kJobs));
-  for (int i = 0; i < kJobs; ++i) EXPECT_EQ(seen[i], absl::StrCat("j-", kJobs - i));  // newest first, once each
-}
-
-TEST_F(JobLifecycleBoundsTest, SummariesCarryTheirQueuePosition) {
-  const std::string a = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU, 0));
-  const std::string b = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU, 5));
-  const std::string c = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU, 0));
-  auto positions = [&] {
-    std::map<std::string, int32_t> out;
-    const ListJobsPage page = *controller_->ListJobs({});
-    for (const v1::JobSummary& s : page.jobs) out[s.id()] = s.queue_position();
-    return out;
-  };
-  EXPECT_EQ(positions(), (std::map<std::string, int32_t>{{a, 2}, {b, 1}, {c, 3}}));
-  ASSERT_TRUE(controller_->Cancel(b, "").ok());
-  EXPECT_EQ(positions(), (std::map<std::string, int32_t>{{a, 1}, {b, 0}, {c, 2}}));
-  // A filtered page still counts every waiting job.
-  ListJobsQuery only_c;
-  only_c.page_size = 1;
-  EXPECT_EQ(controller_->ListJobs(only_c)->jobs[0].queue_position(), 2);
-}
 
 // A job that commits a checkpoint every step for 10,000 steps: its timeline
 // keeps the first commit and the newest 32, the rest counted.

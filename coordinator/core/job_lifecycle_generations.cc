@@ -8,6 +8,7 @@
 #include "common/exit_codes.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
+#include "coordinator/core/job_admission.h"
 #include "coordinator/core/job_lifecycle.h"
 #include "coordinator/core/job_state_machine.h"
 #include "spdlog/spdlog.h"
@@ -55,7 +56,7 @@ std::string DescribeExit(const RankExit& exit, const std::string& hostname) {
 absl::Status JobLifecycle::BeginGeneration(const std::string& job_id, int64_t after_generation,
                                            const v1::Placement& placement, const std::string& where) {
   std::shared_ptr<Entry> found = Find(job_id);
-  if (found == nullptr) return NotFound(job_id);
+  if (found == nullptr) return JobNotFoundError(job_id);
   Entry& entry = *found;
   std::lock_guard<std::mutex> lock(entry.mu);
   const v1::Job& job = entry.record.job;
@@ -116,7 +117,7 @@ StartOrder JobLifecycle::StartOrderLocked(const Entry& entry, const std::string&
   // generation (a partitioned node keeps running) can never overwrite a
   // checkpoint the current one committed. Resuming reads the recorded path.
   order.checkpoint_dir = CheckpointDir(job);
-  order.checkpoint_roots = CheckpointRoots();
+  order.checkpoint_roots = CheckpointRoots(options_);
   order.rendezvous_deadline = entry.rendezvous_deadline;
   order.rendezvous_secret = rendezvous_->Secret(job.id(), job.generation());
   order.owner = job.owner();
@@ -129,7 +130,7 @@ void JobLifecycle::DispatchLocked(Entry& entry) {
   entry.exited_ok.clear();
   entry.drain.reset();
   entry.preempt.reset();
-  ClearProgress(job.id());
+  views_.ClearProgress(job.id());
   entry.rendezvous_deadline = clock_->Now() + options_.rendezvous_timeout;
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
   entry.resume_chosen = true;
@@ -300,7 +301,7 @@ absl::Status JobLifecycle::ReportStartFailure(const StartFailure& failure) {
 absl::StatusOr<bool> JobLifecycle::ReportProgress(const std::string& job_id, int64_t generation, int32_t global_rank,
                                                   const v1::StepMetrics& metrics) {
   std::shared_ptr<Entry> found = Find(job_id);
-  if (found == nullptr) return NotFound(job_id);
+  if (found == nullptr) return JobNotFoundError(job_id);
   Entry& entry = *found;
   {
     std::lock_guard<std::mutex> lock(entry.mu);
@@ -312,7 +313,7 @@ absl::StatusOr<bool> JobLifecycle::ReportProgress(const std::string& job_id, int
   if (generation != entry.record.job.generation() || !ActiveState(entry.record.job.state())) return true;
   entry.progress[global_rank] = metrics;
   entry.last_progress = clock_->Now();
-  PublishProgress(job_id, global_rank, metrics);
+  views_.PublishProgress(job_id, global_rank, metrics);
   if (entry.record.job.state() != v1::JOB_STATE_RUNNING) {
     RETURN_IF_ERROR(MarkRunningLocked(entry, absl::StrCat("rank ", global_rank, " reported step ", metrics.step())));
   } else if (global_rank == 0) {
@@ -342,7 +343,7 @@ absl::Status JobLifecycle::FenceLocked(const Entry& entry, int64_t generation) c
 
 absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& commit) {
   std::shared_ptr<Entry> found = Find(commit.job_id);
-  if (found == nullptr) return NotFound(commit.job_id);
+  if (found == nullptr) return JobNotFoundError(commit.job_id);
   Entry& entry = *found;
   std::lock_guard<std::mutex> lock(entry.mu);
   RETURN_IF_ERROR(FenceLocked(entry, commit.generation));
@@ -381,7 +382,7 @@ absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& c
 
 absl::Status JobLifecycle::ReportDamagedCheckpoint(const DamagedCheckpoint& report) {
   std::shared_ptr<Entry> found = Find(report.job_id);
-  if (found == nullptr) return NotFound(report.job_id);
+  if (found == nullptr) return JobNotFoundError(report.job_id);
   Entry& entry = *found;
   std::lock_guard<std::mutex> lock(entry.mu);
   RETURN_IF_ERROR(FenceLocked(entry, report.generation));

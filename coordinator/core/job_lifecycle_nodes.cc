@@ -149,7 +149,7 @@ absl::Status JobLifecycle::CheckPlacedOn(const std::string& node_id, const std::
     return absl::OkStatus();
   };
   std::shared_ptr<Entry> found = Find(job_id);
-  if (found == nullptr) return NotFound(job_id);
+  if (found == nullptr) return JobNotFoundError(job_id);
   const int32_t first = ranks.empty() ? -1 : ranks.front();
   if (generation < 1) return denied(first);
   {
@@ -166,7 +166,7 @@ absl::Status JobLifecycle::CheckPlacedOn(const std::string& node_id, const std::
 
 absl::Status JobLifecycle::CheckHostsJob(const std::string& node_id, const std::string& job_id) const {
   std::shared_ptr<Entry> found = Find(job_id);
-  if (found == nullptr) return NotFound(job_id);
+  if (found == nullptr) return JobNotFoundError(job_id);
   int64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(found->mu);

@@ -20,7 +20,7 @@ std::string QueueOf(const v1::JobSpec& spec) { return spec.queue().empty() ? "de
 
 absl::Status JobLifecycle::Preempt(const std::string& job_id, const std::string& reason) {
   std::shared_ptr<Entry> found = Find(job_id);
-  if (found == nullptr) return NotFound(job_id);
+  if (found == nullptr) return JobNotFoundError(job_id);
   Entry& entry = *found;
   std::lock_guard<std::mutex> lock(entry.mu);
   const v1::Job& job = entry.record.job;

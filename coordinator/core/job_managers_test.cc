@@ -91,7 +91,7 @@ TEST_F(JobManagersTest, AJobsTransitionHoldsOnlyThatJobsLock) {
   auto get_a = std::async(std::launch::async, [&] { return controller_->GetJob(a); });
   auto get_b = std::async(std::launch::async, [&] { return controller_->GetJob(b); });
   auto list = std::async(std::launch::async, [&] { return controller_->ListJobs({}); });
-  auto progress_a = std::async(std::launch::async, [&] { return controller_->GetRankProgress(a).status(); });
+  auto progress_a = std::async(std::launch::async, [&] { return controller_->views().GetRankProgress(a).status(); });
   v1::StepMetrics step;
   step.set_step(7);
   auto report_b = std::async(std::launch::async, [&] { return controller_->ReportProgress(b, 1, 0, step); });
@@ -99,7 +99,7 @@ TEST_F(JobManagersTest, AJobsTransitionHoldsOnlyThatJobsLock) {
   auto register_node = std::async(std::launch::async, [&] {
     return controller_->RegisterNode(testing::MakeNode("h3", 2, 0, {}), {}).status();
   });
-  auto events_b = std::async(std::launch::async, [&] { return controller_->GetEvents(b, 0).status(); });
+  auto events_b = std::async(std::launch::async, [&] { return controller_->lifecycle().GetEvents(b, 0).status(); });
 
   const bool all_done = FinishesWhileBlocked(get_a) && FinishesWhileBlocked(get_b) && FinishesWhileBlocked(list) &&
                         FinishesWhileBlocked(progress_a) && FinishesWhileBlocked(report_b) &&
@@ -230,7 +230,7 @@ TEST_F(JobControllerFixture, RetentionDeletesFinishedJobsByAgeAndCount) {
   Restart();
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(controller_->GetJob(ended[i]).ok()) << ended[i];
   EXPECT_TRUE(controller_->GetJob(ended[3]).ok());
-  EXPECT_TRUE(controller_->GetEvents(ended[3], 0).ok());
+  EXPECT_TRUE(controller_->lifecycle().GetEvents(ended[3], 0).ok());
   auto events = store_->LoadEvents(ended[0], 0);
   ASSERT_TRUE(events.ok());
   EXPECT_TRUE(events->empty());

@@ -87,9 +87,16 @@ v1::Job JobControllerFixture::MustGet(const std::string& job_id) {
 }
 
 std::vector<v1::JobEvent> JobControllerFixture::Events(const std::string& job_id) {
-  absl::StatusOr<std::vector<v1::JobEvent>> events = controller_->GetEvents(job_id, 0);
+  absl::StatusOr<std::vector<v1::JobEvent>> events = controller_->lifecycle().GetEvents(job_id, 0);
   EXPECT_TRUE(events.ok()) << events.status();
   return events.ok() ? *events : std::vector<v1::JobEvent>{};
+}
+
+std::vector<StartOrder> JobControllerFixture::Assignments(const std::string& node_id) {
+  std::vector<StartOrder> orders;
+  controller_->reconciler().AssignmentsForNode(node_id,
+                                               [&](const std::vector<StartOrder>& snapshot) { orders = snapshot; });
+  return orders;
 }
 
 std::string JobControllerFixture::Timeline(const std::string& job_id) {

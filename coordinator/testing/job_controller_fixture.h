@@ -46,6 +46,10 @@ class JobControllerFixture : public ::testing::Test {
   // "SUBMITTED:QUEUED PLACED:PLACED ..." (kind:to_state, kinds without prefix).
   std::string Timeline(const std::string& job_id);
 
+  // The start orders of every current generation placed on the node (what
+  // a worker's session receives when it opens).
+  std::vector<StartOrder> Assignments(const std::string& node_id);
+
   // Every rank of the job's current generation joins its rendezvous.
   void JoinAll(const std::string& job_id);
   // Every rank of the current generation reports an exit on its node.
