@@ -111,6 +111,19 @@ job_field() {
 job_state() { job_field "$1" 'r["job"]["state"]'; }
 job_in_state() { [ "$(job_state "$1" 2>/dev/null)" = "$2" ]; }
 
+# final_weights_difference DIFF REFERENCE-DIR JOB STEPS: the largest relative
+# difference between the parameters of JOB's committed checkpoint of step
+# STEPS and the newest checkpoint in REFERENCE-DIR (DIFF: checkpoint-diff);
+# prints nothing when JOB has no such checkpoint.
+final_weights_difference() {
+  local diff_tool=$1 ref=$2 job=$3 steps=$4 final
+  final=$(rm_cli checkpoints "$job" -o json | python3 -c "import json, sys
+c = [c for c in json.load(sys.stdin)['checkpoints'] if int(c['step']) == $steps and c.get('complete')]
+print(c[0]['path'] if c else '')")
+  [ -n "$final" ] || return 1
+  "$diff_tool" "$ref" "$(dirname "$final")" --parameters-only | sed -n 's/^max_relative_difference=//p'
+}
+
 # The job id in the output of `submit`.
 job_id_of() { grep -oE '\bj-[0-9]+' <<<"$1" | head -1; }
 

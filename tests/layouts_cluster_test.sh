@@ -54,12 +54,9 @@ for layout in "${layouts[@]}"; do
   resumed=$(job_field "$job" '[e["reason"] for e in r["events"] if e["kind"] == "JOB_EVENT_KIND_RESTARTING"][0]')
   grep -qE "resuming from step [1-9][0-9]*" <<<"$resumed" || fail "$name: the restart did not resume: $resumed"
 
-  final=$(rm_cli checkpoints "$job" -o json | python3 -c "import json, sys
-c = [c for c in json.load(sys.stdin)['checkpoints'] if int(c['step']) == $steps and c.get('complete')]
-print(c[0]['path'] if c else '')")
-  [ -n "$final" ] || fail "$name: no committed checkpoint of step $steps"
   # Both directories' newest checkpoints: the final step's.
-  worst=$("$diff_tool" "$ref" "$(dirname "$final")" --parameters-only | sed -n 's/^max_relative_difference=//p')
+  worst=$(final_weights_difference "$diff_tool" "$ref" "$job" "$steps") ||
+    fail "$name: no committed checkpoint of step $steps"
   awk -v w="$worst" 'BEGIN { exit !(w != "" && w <= 1e-5) }' ||
     fail "$name: the final weights differ from the uninterrupted run's by $worst (> 1e-5)"
   printf 'PASS %-12s killed rank %d, %s; weights within %s of --nproc (%.1fs by hand)\n' "$name" "$victim" \

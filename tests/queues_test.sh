@@ -106,11 +106,7 @@ grep -q "resuming from step $step\$" <<<"$resumed" || fail "alice's job did not 
 ref="$state/ref"
 timeout 600 "$trainer" --spec "$spec" "${run[@]}" --nproc 4 --threads 1 --checkpoint-dir "$ref" >"$state/ref.log" 2>&1 ||
   { tail -20 "$state/ref.log"; fail "the uninterrupted --nproc 4 reference failed"; }
-final=$(rm_cli checkpoints "$job" -o json | python3 -c "import json, sys
-c = [c for c in json.load(sys.stdin)['checkpoints'] if int(c['step']) == $steps and c.get('complete')]
-print(c[0]['path'] if c else '')")
-[ -n "$final" ] || fail "no committed checkpoint of step $steps"
-worst=$("$diff_tool" "$ref" "$(dirname "$final")" --parameters-only | sed -n 's/^max_relative_difference=//p')
+worst=$(final_weights_difference "$diff_tool" "$ref" "$job" $steps) || fail "no committed checkpoint of step $steps"
 awk -v w="$worst" 'BEGIN { exit !(w != "" && w <= 1e-5) }' ||
   fail "alice's final weights differ from the uninterrupted run's by $worst (> 1e-5)"
 

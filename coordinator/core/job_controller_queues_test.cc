@@ -3,7 +3,9 @@
 // first, without using one of its restarts; a preempted job that writes no
 // checkpoint is stopped after the grace period; the queues file can be
 // replaced.
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +51,18 @@ class JobControllerQueuesTest : public JobControllerFixture {
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? job->id() : "";
   }
+
+  // Two one-GPU nodes, both running one of alice's jobs: team-a uses its
+  // own GPU and borrows team-b's.
+  std::pair<std::string, std::string> TeamAHoldsBothGpus(int32_t max_restarts = 3) {
+    AddNode("host-a", 1);
+    AddNode("host-b", 1);
+    const std::string a1 = MustSubmitAs("alice", "", max_restarts);
+    const std::string a2 = MustSubmitAs("alice", "", max_restarts);
+    RunToRunning(a1);
+    RunToRunning(a2);
+    return {a1, a2};
+  }
 };
 
 TEST_F(JobControllerQueuesTest, SubmitResolvesTheQueue) {
@@ -63,13 +77,7 @@ TEST_F(JobControllerQueuesTest, SubmitResolvesTheQueue) {
 }
 
 TEST_F(JobControllerQueuesTest, AQueueReclaimsItsQuotaByCheckpointFirstPreemption) {
-  AddNode("host-a", 1);
-  AddNode("host-b", 1);
-  // Team A uses its own GPU and borrows team B's idle one.
-  const std::string a1 = MustSubmitAs("alice", "", /*max_restarts=*/0);
-  const std::string a2 = MustSubmitAs("alice", "", /*max_restarts=*/0);
-  RunToRunning(a1);
-  RunToRunning(a2);
+  const auto [a1, a2] = TeamAHoldsBothGpus(/*max_restarts=*/0);
   ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(a2, 50)).ok());
   listener_.Clear();
 
@@ -117,12 +125,7 @@ TEST_F(JobControllerQueuesTest, AQueueReclaimsItsQuotaByCheckpointFirstPreemptio
 }
 
 TEST_F(JobControllerQueuesTest, APreemptedJobWithoutACheckpointStopsAfterTheGracePeriod) {
-  AddNode("host-a", 1);
-  AddNode("host-b", 1);
-  const std::string a1 = MustSubmitAs("alice");
-  const std::string a2 = MustSubmitAs("alice");
-  RunToRunning(a1);
-  RunToRunning(a2);
+  const auto [a1, a2] = TeamAHoldsBothGpus();
   ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(a2, 20)).ok());
   const std::string b = MustSubmitAs("bob");
   controller_->Tick();
@@ -144,12 +147,7 @@ TEST_F(JobControllerQueuesTest, APreemptedJobWithoutACheckpointStopsAfterTheGrac
 }
 
 TEST_F(JobControllerQueuesTest, QueueLoadsAndReplacedQueues) {
-  AddNode("host-a", 1);
-  AddNode("host-b", 1);
-  const std::string a1 = MustSubmitAs("alice");
-  const std::string a2 = MustSubmitAs("alice");
-  RunToRunning(a1);
-  RunToRunning(a2);
+  const auto [a1, a2] = TeamAHoldsBothGpus();
   MustSubmitAs("alice");  // waits: nothing is free
   std::map<std::string, Dispatcher::QueueLoad> loads = controller_->QueueLoads();
   EXPECT_EQ(loads["team-a"].used.gpus, 2);
