@@ -7,7 +7,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/output.h"
@@ -105,8 +104,8 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
     return kExitOk;
   }
   const bool wide = global.output == OutputFormat::kWide;
-  std::vector<std::string> header = {"ID", "NAME", "STATE", "PRIORITY", "GEN", "RANKS", "AGE", "PROGRESS"};
-  if (wide) header.insert(header.end(), {"QUEUE", "OWNER", "LABELS"});
+  std::vector<std::string> header = {"ID", "NAME", "STATE", "QUEUE", "PRIORITY", "GEN", "RANKS", "AGE", "PROGRESS"};
+  if (wide) header.insert(header.end(), {"POSITION", "OWNER", "LABELS"});
   Table table(std::move(header));
   const absl::Time now = console.clock->Now();
   std::vector<const v1::JobSummary*> unschedulable;
@@ -116,16 +115,20 @@ int RunJobs(JobStub& stub, const GlobalOptions& global, const JobsOptions& optio
       state += " (unschedulable)";
       unschedulable.push_back(&job);
     }
-    std::vector<std::string> row = {job.id(), job.spec().name(), state, absl::StrCat(job.spec().priority()),
-                                    absl::StrCat(job.generation()), FormatRanks(job),
-                                    FormatAge(job.submit_time(), now), FormatProgressCell(job.progress())};
+    // spec_hidden: another queue's job (the coordinator's --visibility team).
+    std::vector<std::string> row = {job.id(),
+                                    job.spec_hidden() ? "(hidden)" : job.spec().name(),
+                                    state,
+                                    job.spec().queue().empty() ? "-" : job.spec().queue(),
+                                    absl::StrCat(job.spec().priority()),
+                                    absl::StrCat(job.generation()),
+                                    FormatRanks(job),
+                                    FormatAge(job.submit_time(), now),
+                                    FormatProgressCell(job.progress())};
     if (wide) {
-      // An abridged summary (a job stored before the spec's limits) lists only some labels.
-      // The job's queue, and its place among the waiting jobs ("team-a #3").
-      std::vector<std::string> queue;
-      if (!job.spec().queue().empty()) queue.push_back(job.spec().queue());
-      if (job.queue_position() > 0) queue.push_back(absl::StrCat("#", job.queue_position()));
-      row.insert(row.end(), {queue.empty() ? "-" : absl::StrJoin(queue, " "),
+      // Its place among the waiting jobs; an abridged summary (a job stored
+      // before the spec's limits) lists only some labels.
+      row.insert(row.end(), {job.queue_position() > 0 ? absl::StrCat("#", job.queue_position()) : "-",
                              job.owner().empty() ? "-" : job.owner(),
                              FormatLabels(job.spec().labels()) + (job.abridged() ? ",..." : "")});
     }

@@ -42,9 +42,9 @@ TEST_F(CommandsTest, JobsTableFetchesEveryPage) {
 
   EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "ID   NAME       STATE    PRIORITY  GEN  RANKS  AGE  PROGRESS\n"
-            "j-2  gpt-small  RUNNING  5         2    8      5m   250/1000 (25%)\n"
-            "j-1  mlp        QUEUED   0         0    2      2h   -\n");
+            "ID   NAME       STATE    QUEUE  PRIORITY  GEN  RANKS  AGE  PROGRESS\n"
+            "j-2  gpt-small  RUNNING  -      5         2    8      5m   250/1000 (25%)\n"
+            "j-1  mlp        QUEUED   -      0         0    2      2h   -\n");
   EXPECT_EQ(err_.str(), "");
   FakeJobService::Calls c = calls();
   ASSERT_EQ(c.list_jobs.size(), 2u);
@@ -143,10 +143,10 @@ TEST_F(CommandsTest, JobsWideAddsQueueOwnerAndSortedLabels) {
   global_.output = OutputFormat::kWide;
   EXPECT_EQ(RunJobs(*stub_, global_, {}, console_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "ID   NAME       STATE    PRIORITY  GEN  RANKS  AGE  PROGRESS  QUEUE  OWNER  LABELS\n"
-            "j-2  gpt-small  RUNNING  0         0    -      5m   -         nlp    alice  env=dev,env.region=eu,team=nlp\n"
-            "j-1  mlp        QUEUED   0         0    -      5m   -         #3     -      -\n"
-            "j-0  huge       QUEUED   0         0    -      5m   -         #4     -      k000000=v,...\n");
+            "ID   NAME       STATE    QUEUE  PRIORITY  GEN  RANKS  AGE  PROGRESS  POSITION  OWNER  LABELS\n"
+            "j-2  gpt-small  RUNNING  nlp    0         0    -      5m   -         -         alice  env=dev,env.region=eu,team=nlp\n"
+            "j-1  mlp        QUEUED   -      0         0    -      5m   -         #3        -      -\n"
+            "j-0  huge       QUEUED   -      0         0    -      5m   -         #4        -      k000000=v,...\n");
   // Commands without a wide form print their table.
   out_.str("");
   EXPECT_EQ(RunCheckpoints(*stub_, global_, {"j-2", false}, console_), kExitOk);

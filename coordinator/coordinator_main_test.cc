@@ -168,5 +168,14 @@ TEST(CoordinatorMainTest, ABadDurationIsOneLineAndStatus1) {
                                 "500ms, 5m)"});
 }
 
+TEST(CoordinatorMainTest, ABadVisibilityIsOneLineAndStatus1) {
+  Coordinator c({"--visibility", "public", "--state-dir", testing::NewTempDir("main")});
+  EXPECT_EQ(c.Wait(), 1);
+  EXPECT_EQ(Lines(c.err()),
+            std::vector<std::string>{"ringmaster-coordinator: --visibility: must be \"team\" (a job's owner, its "
+                                     "queue's members and admins read it) or \"open\" (every user reads every job), "
+                                     "got \"public\""});
+}
+
 }  // namespace
 }  // namespace ringmaster::coordinator

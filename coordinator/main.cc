@@ -6,7 +6,7 @@
 //                          [--stop-grace-period 30s] [--shutdown-timeout 5s] [--checkpoint-root DIR]
 //                          [--node-recovery-grace 60s] [--log-quota-per-job 256MiB] [--disk-reserve 1GiB|5%]
 //                          [--tls-ca FILE --tls-cert FILE --tls-key FILE] [--token-file FILE]
-//                          [--join-token-file FILE] [log flags]
+//                          [--join-token-file FILE] [--visibility team|open] [log flags]
 //
 // Reads the flags (the only place they are read), builds the coordinator
 // (coordinator_server.h: store -> registries -> controller -> services ->
@@ -52,6 +52,7 @@ struct Flags {
   std::string node_recovery_grace = "60s";
   double job_retention_days = 30;
   std::string disk_reserve;  // empty: CoordinatorConfig's default
+  std::string visibility = "team";
 };
 
 // While starting, gRPC's errors are ours to report (one line, from Start).
@@ -96,6 +97,10 @@ int Run(Flags& flags) {
     }
   }
   config.job_retention.max_age = absl::Seconds(flags.job_retention_days * 86400);
+  absl::StatusOr<ringmaster::coordinator::Visibility> visibility =
+      ringmaster::coordinator::ParseVisibility(flags.visibility);
+  if (!visibility.ok()) return Fail(absl::StrCat("--visibility: ", visibility.status().message()));
+  config.visibility = *visibility;
   if (!flags.disk_reserve.empty()) {
     absl::StatusOr<ringmaster::coordinator::DiskReserveOptions> reserve =
         ringmaster::coordinator::ParseDiskReserve(flags.disk_reserve);
@@ -207,6 +212,10 @@ int main(int argc, char** argv) {
                  "Users' bearer tokens, one \"<token or sha256:HEX> <user> [admin]\" per line (mode 0600)");
   app.add_option("--join-token-file", flags.config.join_token_file,
                  "The token workers must present to join (first line; mode 0600)");
+  app.add_option("--visibility", flags.visibility,
+                 "Who may read a job's description, timeline, logs and checkpoints: team (its owner, the members "
+                 "of its queue and admins; `jobs` hides other queues' specs) or open (every user)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (absl::Status s = ringmaster::SetupLoggingFromFlags(flags.common, "coordinator"); !s.ok()) {
     fmt::print(stderr, "ringmaster-coordinator: {}\n", std::string(s.message()));

@@ -173,4 +173,26 @@ absl::Status AuthorizeNodeAdmin(const Caller& caller, absl::string_view what) {
 
 std::string OperatorName(const Caller& caller) { return caller.user.empty() ? "operator" : caller.user; }
 
+absl::StatusOr<Visibility> ParseVisibility(absl::string_view text) {
+  if (text == "team") return Visibility::kTeam;
+  if (text == "open") return Visibility::kOpen;
+  return absl::InvalidArgumentError(
+      absl::StrCat("must be \"team\" (a job's owner, its queue's members and admins read it) or \"open\" "
+                   "(every user reads every job), got \"",
+                   text, "\""));
+}
+
+absl::Status AuthorizeRead(const Caller& caller, const JobReadScope& job, const QueueConfig& queues,
+                           Visibility visibility) {
+  if (visibility == Visibility::kOpen || caller.user.empty() || caller.admin || caller.user == job.owner) {
+    return absl::OkStatus();
+  }
+  const std::string queue = job.queue.empty() ? "default" : job.queue;  // as JobLifecycle's QueueOf
+  const Queue* q = queues.Find(queue);
+  if (q != nullptr && q->HasMember(caller.user)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "job ", job.job_id, " belongs to queue ", queue, q == nullptr ? " (no longer configured)" : "", "; user ",
+      caller.user, " is not a member (its owner, its queue's members and admins may read it)"));
+}
+
 }  // namespace ringmaster::coordinator

@@ -38,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/clock.h"
+#include "coordinator/core/queue_config.h"
 
 namespace ringmaster::coordinator {
 
@@ -131,6 +132,27 @@ absl::Status AuthorizeNodeAdmin(const Caller& caller, absl::string_view what);
 // Who a cordon records: the caller's user name, or "operator" when users are
 // not authenticated.
 std::string OperatorName(const Caller& caller);
+
+// Who may read a job (the coordinator's --visibility): kTeam, its owner, its
+// queue's members and admins; kOpen, every user.
+enum class Visibility { kTeam, kOpen };
+// "team" or "open"; INVALID_ARGUMENT otherwise (the caller names its flag).
+absl::StatusOr<Visibility> ParseVisibility(absl::string_view text);
+
+// The parts of a job that decide who may read it.
+struct JobReadScope {
+  std::string job_id;
+  std::string owner;  // empty: submitted while users were not authenticated
+  std::string queue;  // the spec's queue; empty (a job from before queues): "default"
+};
+
+// May `caller` read the job (describe, timeline, logs, checkpoints)? Yes with
+// kOpen, when users are not authenticated (caller.user empty), for admins,
+// for its owner, and for members of its queue in `queues` (the config in
+// force; a queue no longer configured has no members). PERMISSION_DENIED
+// otherwise, naming the job, its queue and the caller.
+absl::Status AuthorizeRead(const Caller& caller, const JobReadScope& job, const QueueConfig& queues,
+                           Visibility visibility);
 
 }  // namespace ringmaster::coordinator
 

@@ -188,5 +188,70 @@ TEST(AuthorizeCancelTest, OwnerAndAdminsOnly) {
   EXPECT_EQ(AuthorizeCancel(Caller{"carol", false, false}, "", "j-3").code(), absl::StatusCode::kPermissionDenied);
 }
 
+QueueConfig ThreeQueues() {
+  absl::StatusOr<QueueConfig> config = QueueConfig::Parse(
+      "queues:\n"
+      "  - name: team-a\n"
+      "    members: [alice, bob]\n"
+      "    nominal: {gpus: 0}\n"
+      "  - name: team-b\n"
+      "    members: [mallory]\n"
+      "    nominal: {gpus: 0}\n"
+      "  - name: everyone\n"
+      "    members: ['*']\n"
+      "    nominal: {gpus: 0}\n",
+      "queues.yaml");
+  if (!config.ok()) {
+    ADD_FAILURE() << config.status();
+    return QueueConfig::Default();
+  }
+  return *std::move(config);
+}
+
+TEST(AuthorizeReadTest, OwnerQueueMembersAndAdmins) {
+  const QueueConfig queues = ThreeQueues();
+  const JobReadScope alices{"j-3", "alice", "team-a"};
+  EXPECT_TRUE(AuthorizeRead(Caller{"alice", false, false}, alices, queues, Visibility::kTeam).ok());
+  EXPECT_TRUE(AuthorizeRead(Caller{"bob", false, false}, alices, queues, Visibility::kTeam).ok()) << "a member";
+  EXPECT_TRUE(AuthorizeRead(Caller{"root", true, false}, alices, queues, Visibility::kTeam).ok()) << "an admin";
+  absl::Status denied = AuthorizeRead(Caller{"mallory", false, false}, alices, queues, Visibility::kTeam);
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(denied.message().find("job j-3 belongs to queue team-a; user mallory is not a member"), std::string::npos)
+      << denied;
+  // The owner reads her job in a queue she is not a member of (any more).
+  EXPECT_TRUE(AuthorizeRead(Caller{"mallory", false, false}, {"j-4", "mallory", "team-a"}, queues, Visibility::kTeam)
+                  .ok());
+  // "*" admits every user.
+  EXPECT_TRUE(AuthorizeRead(Caller{"carol", false, false}, {"j-5", "alice", "everyone"}, queues, Visibility::kTeam)
+                  .ok());
+}
+
+TEST(AuthorizeReadTest, OpenVisibilityAndUnauthenticatedCallersReadEverything) {
+  const QueueConfig queues = ThreeQueues();
+  const JobReadScope alices{"j-3", "alice", "team-a"};
+  EXPECT_TRUE(AuthorizeRead(Caller{"mallory", false, false}, alices, queues, Visibility::kOpen).ok());
+  EXPECT_TRUE(AuthorizeRead(Caller{}, alices, queues, Visibility::kTeam).ok()) << "no token file";
+}
+
+TEST(AuthorizeReadTest, QueueNoLongerConfiguredHasNoMembers) {
+  const QueueConfig queues = ThreeQueues();
+  absl::Status denied =
+      AuthorizeRead(Caller{"bob", false, false}, {"j-6", "alice", "gone"}, queues, Visibility::kTeam);
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(denied.message().find("queue gone (no longer configured)"), std::string::npos) << denied;
+  EXPECT_TRUE(AuthorizeRead(Caller{"alice", false, false}, {"j-6", "alice", "gone"}, queues, Visibility::kTeam).ok());
+  // A job from before queues counts as the default queue's: everyone's without a queues file.
+  EXPECT_TRUE(
+      AuthorizeRead(Caller{"bob", false, false}, {"j-7", "alice", ""}, QueueConfig::Default(), Visibility::kTeam).ok());
+}
+
+TEST(ParseVisibilityTest, TeamOrOpen) {
+  EXPECT_EQ(*ParseVisibility("team"), Visibility::kTeam);
+  EXPECT_EQ(*ParseVisibility("open"), Visibility::kOpen);
+  absl::StatusOr<Visibility> bad = ParseVisibility("public");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("got \"public\""), std::string::npos) << bad.status();
+}
+
 }  // namespace
 }  // namespace ringmaster::coordinator

@@ -4,11 +4,12 @@
 
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "coordinator/service/finish_on_executor.h"
 #include "coordinator/service/node_identity.h"
 
 namespace ringmaster::coordinator {
-CheckpointService::CheckpointService(JobController* controller, const NodeRegistry* nodes)
-    : controller_(controller), nodes_(nodes) {}
+CheckpointService::CheckpointService(JobController* controller, const NodeRegistry* nodes, Executor* executor)
+    : controller_(controller), nodes_(nodes), executor_(executor) {}
 
 absl::Status CheckpointService::CheckCaller(const grpc::CallbackServerContext& context, const std::string& job_id,
                                             int64_t generation, int32_t rank) const {
@@ -33,11 +34,13 @@ grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext*
   commit.pipeline_stages = request->pipeline_stages();
   commit.whole_model = request->whole_model();
   commit.files.assign(request->files().begin(), request->files().end());
-  absl::StatusOr<CommitResult> result = controller_->CommitCheckpoint(commit);
-  if (!result.ok()) return Reply(context, result.status());
-  *response->mutable_checkpoint() = std::move(result->checkpoint);
-  for (std::string& path : result->prune_paths) response->add_prune_paths(std::move(path));
-  return Reply(context, absl::OkStatus());
+  return FinishOnExecutor(context, executor_, [this, response, commit = std::move(commit)] {
+    absl::StatusOr<CommitResult> result = controller_->CommitCheckpoint(commit);
+    if (!result.ok()) return result.status();
+    *response->mutable_checkpoint() = std::move(result->checkpoint);
+    for (std::string& path : result->prune_paths) response->add_prune_paths(std::move(path));
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* CheckpointService::GetLatestCheckpoint(grpc::CallbackServerContext* context,
@@ -68,7 +71,8 @@ grpc::ServerUnaryReactor* CheckpointService::ReportDamaged(grpc::CallbackServerC
   report.checkpoint_generation = request->checkpoint_generation();
   report.checkpoint_step = request->checkpoint_step();
   report.reason = request->reason();
-  return Reply(context, controller_->ReportDamagedCheckpoint(report));
+  return FinishOnExecutor(context, executor_,
+                          [this, report = std::move(report)] { return controller_->ReportDamagedCheckpoint(report); });
 }
 
 }  // namespace ringmaster::coordinator

@@ -3,8 +3,9 @@
 
 // CheckpointService: the gRPC adapter of ringmaster.v1.CheckpointService
 // over JobController::CommitCheckpoint / LatestCheckpoint /
-// ReportDamagedCheckpoint. Unary handlers
-// answered inline (a commit is one SQLite transaction). Fencing
+// ReportDamagedCheckpoint. Unary handlers; Commit and ReportDamaged write
+// the store, so they do it on the executor and finish from there
+// (finish_on_executor.h); GetLatestCheckpoint reads, inline. Fencing
 // (FAILED_PRECONDITION for a generation that is over) and validation
 // (INVALID_ARGUMENT naming the field) pass through. Every call must come
 // from a node (its credential: UNAUTHENTICATED without one); Commit and
@@ -14,6 +15,7 @@
 // there (JobController::CheckHostsJob).
 // Owns no state; thread-safe.
 
+#include "coordinator/core/executor.h"
 #include "coordinator/core/job_controller.h"
 #include "coordinator/core/node_registry.h"
 #include "grpcpp/grpcpp.h"
@@ -23,8 +25,8 @@ namespace ringmaster::coordinator {
 
 class CheckpointService final : public v1::CheckpointService::CallbackService {
  public:
-  // Both must outlive the server.
-  CheckpointService(JobController* controller, const NodeRegistry* nodes);
+  // All must outlive the server.
+  CheckpointService(JobController* controller, const NodeRegistry* nodes, Executor* executor);
 
   grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* context, const v1::CommitCheckpointRequest* request,
                                    v1::CommitCheckpointResponse* response) override;
@@ -43,6 +45,7 @@ class CheckpointService final : public v1::CheckpointService::CallbackService {
 
   JobController* const controller_;
   const NodeRegistry* const nodes_;
+  Executor* const executor_;
 };
 
 }  // namespace ringmaster::coordinator

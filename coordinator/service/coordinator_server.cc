@@ -227,7 +227,7 @@ absl::Status CoordinatorServer::Serve() {
   auto poke = [this] { Poke(); };
   job_service_ =
       std::make_unique<JobService>(controller_.get(), nodes_.get(), watchers_.get(), logs_.get(), accounting_.get(),
-                                   work_.get(), poke,
+                                   work_.get(), poke, config_.visibility,
                                    StreamLogsOptions{256, 256 << 10, config_.log_follow_linger});
   SessionOptions session_options;
   session_options.stop_grace_period = config_.stop_grace_period;
@@ -238,7 +238,7 @@ absl::Status CoordinatorServer::Serve() {
       },
       session_options);
   rendezvous_service_ = std::make_unique<RendezvousService>(rendezvous_.get(), nodes_.get(), controller_.get());
-  checkpoint_service_ = std::make_unique<CheckpointService>(controller_.get(), nodes_.get());
+  checkpoint_service_ = std::make_unique<CheckpointService>(controller_.get(), nodes_.get(), work_.get());
 
   RETURN_IF_ERROR(CheckBindable(config_.listen));
   grpc::EnableDefaultHealthCheckService(true);

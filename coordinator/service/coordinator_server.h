@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/tls.h"
+#include "coordinator/core/auth.h"
 #include "coordinator/core/job_types.h"
 #include "coordinator/store/disk_space.h"
 
@@ -128,6 +129,9 @@ struct CoordinatorConfig {
   // optional (absent: users / workers are not authenticated).
   TlsFiles tls;
   std::string token_file;       // users' bearer tokens (TokenTable format)
+  // Who may read a job (auth.h, AuthorizeRead): kTeam, its owner, its
+  // queue's members and admins; kOpen, every user.
+  Visibility visibility = Visibility::kTeam;
   std::string join_token_file;  // the workers' join token (first line)
 };
 

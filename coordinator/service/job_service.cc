@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "coordinator/core/job_summary.h"
 #include "coordinator/service/auth_processor.h"
+#include "coordinator/service/finish_on_executor.h"
 #include "common/grpc_status.h"
 #include "common/proto_time.h"
 #include "common/spec_limits.h"
@@ -79,7 +80,7 @@ v1::QueueInfo QueueInfoOf(const Queue& q, const std::map<std::string, Dispatcher
 
 JobService::JobService(JobController* controller, const NodeRegistry* nodes, JobWatchers* watchers, LogStore* logs,
                        const Accounting* accounting, Executor* executor, std::function<void()> poke,
-                       StreamLogsOptions log_options)
+                       Visibility visibility, StreamLogsOptions log_options)
     : controller_(controller),
       nodes_(nodes),
       watchers_(watchers),
@@ -87,7 +88,17 @@ JobService::JobService(JobController* controller, const NodeRegistry* nodes, Job
       accounting_(accounting),
       executor_(executor),
       poke_(std::move(poke)),
+      visibility_(visibility),
       log_options_(log_options) {}
+
+absl::Status JobService::CanRead(const Caller& caller, const v1::Job& job) const {
+  return AuthorizeRead(caller, {job.id(), job.owner(), job.spec().queue()}, *controller_->queues().config(),
+                       visibility_);
+}
+
+std::function<absl::Status(const v1::Job&)> JobService::ReadCheck(const Caller& caller) const {
+  return [this, caller](const v1::Job& job) { return CanRead(caller, job); };
+}
 
 grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
                                              v1::SubmitJobResponse* response) {
@@ -97,16 +108,18 @@ grpc::ServerUnaryReactor* JobService::Submit(grpc::CallbackServerContext* contex
   options.validate_only = request->validate_only();
   options.overrides.assign(request->overrides().begin(), request->overrides().end());
   options.user = CallerOf(*context).user;  // the job's owner
-  absl::StatusOr<v1::Job> job = controller_->Submit(request->spec(), options);
-  if (!job.ok()) return Reply(context, job.status());
-  if (!job->unschedulable().empty()) {
-    response->add_warnings(absl::StrCat("no node registered now could run this job: ", job->unschedulable(),
-                                        "; it stays queued until one registers"));
-  }
-  *response->mutable_job() = *std::move(job);
-  response->mutable_job()->clear_submitted();  // the request's own spec: the answer stays small
-  if (!options.validate_only && poke_) poke_();
-  return Reply(context, absl::OkStatus());
+  return FinishOnExecutor(context, executor_, [this, request, response, options = std::move(options)] {
+    absl::StatusOr<v1::Job> job = controller_->Submit(request->spec(), options);
+    if (!job.ok()) return job.status();
+    if (!job->unschedulable().empty()) {
+      response->add_warnings(absl::StrCat("no node registered now could run this job: ", job->unschedulable(),
+                                          "; it stays queued until one registers"));
+    }
+    *response->mutable_job() = *std::move(job);
+    response->mutable_job()->clear_submitted();  // the request's own spec: the answer stays small
+    if (!options.validate_only && poke_) poke_();
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* JobService::GetJob(grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
@@ -116,6 +129,7 @@ grpc::ServerUnaryReactor* JobService::GetJob(grpc::CallbackServerContext* contex
   if (!query.ok()) return Reply(context, query.status());
   absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
+  if (absl::Status s = CanRead(CallerOf(*context), *job); !s.ok()) return Reply(context, s);
   *response->mutable_job() = *std::move(job);
   AbridgeJob(response->mutable_job());  // only a job stored before the spec's limits
   if (request->include_events()) {
@@ -128,6 +142,20 @@ grpc::ServerUnaryReactor* JobService::GetJob(grpc::CallbackServerContext* contex
 }
 
 namespace {
+
+// What ListJobs keeps of a job the caller may not read (proto/job.proto,
+// JobSummary): where it stands in the queue and what it holds, not what it is.
+void HideSpec(v1::JobSummary* job) {
+  v1::JobSpecSummary* spec = job->mutable_spec();
+  spec->clear_name();
+  spec->clear_labels();
+  spec->mutable_resources()->clear_node_selector();
+  job->clear_message();
+  job->clear_unschedulable();
+  job->clear_progress();
+  job->set_abridged(false);  // nothing of what it would be about is shown
+  job->set_spec_hidden(true);
+}
 
 // A selector within the labels' own bounds (common/spec_limits.h): one no job
 // can carry matches nothing, and every entry is compared with every job.
@@ -161,7 +189,13 @@ grpc::ServerUnaryReactor* JobService::ListJobs(grpc::CallbackServerContext* cont
   query.page_token = request->page_token();
   absl::StatusOr<ListJobsPage> page = controller_->ListJobs(query);
   if (!page.ok()) return Reply(context, page.status());
-  for (v1::JobSummary& job : page->jobs) *response->add_jobs() = std::move(job);
+  const Caller caller = CallerOf(*context);
+  const std::shared_ptr<const QueueConfig> queues = controller_->queues().config();
+  for (v1::JobSummary& job : page->jobs) {
+    const JobReadScope scope{job.id(), job.owner(), job.spec().queue()};
+    if (!AuthorizeRead(caller, scope, *queues, visibility_).ok()) HideSpec(&job);
+    *response->add_jobs() = std::move(job);
+  }
   response->set_next_page_token(page->next_page_token);
   return Reply(context, absl::OkStatus());
 }
@@ -169,27 +203,28 @@ grpc::ServerUnaryReactor* JobService::ListJobs(grpc::CallbackServerContext* cont
 grpc::ServerUnaryReactor* JobService::CancelJob(grpc::CallbackServerContext* context,
                                                 const v1::CancelJobRequest* request, v1::CancelJobResponse* response) {
   if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
-  absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());  // the owner never changes
-  if (!job.ok()) return Reply(context, job.status());
-  if (absl::Status s = AuthorizeCancel(CallerOf(*context), job->owner(), job->id()); !s.ok()) {
-    return Reply(context, s);
-  }
-  absl::StatusOr<CancelResult> result = controller_->Cancel(request->job_id(), request->reason());
-  if (!result.ok()) return Reply(context, result.status());
-  *response->mutable_job() = std::move(result->job);
-  AbridgeJob(response->mutable_job());
-  if (poke_) poke_();  // the queue changed
-  return Reply(context, absl::OkStatus());
+  return FinishOnExecutor(context, executor_, [this, request, response, caller = CallerOf(*context)] {
+    absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());  // the owner never changes
+    if (!job.ok()) return job.status();
+    if (absl::Status s = AuthorizeCancel(caller, job->owner(), job->id()); !s.ok()) return s;
+    absl::StatusOr<CancelResult> result = controller_->Cancel(request->job_id(), request->reason());
+    if (!result.ok()) return result.status();
+    *response->mutable_job() = std::move(result->job);
+    AbridgeJob(response->mutable_job());
+    if (poke_) poke_();  // the queue changed
+    return absl::OkStatus();
+  });
 }
 
-grpc::ServerWriteReactor<v1::LogChunk>* JobService::StreamLogs(grpc::CallbackServerContext*,
+grpc::ServerWriteReactor<v1::LogChunk>* JobService::StreamLogs(grpc::CallbackServerContext* context,
                                                                const v1::StreamLogsRequest* request) {
-  return new StreamLogsReactor(controller_, watchers_, logs_, executor_, *request, log_options_);
+  return new StreamLogsReactor(controller_, watchers_, logs_, executor_, *request, log_options_,
+                               ReadCheck(CallerOf(*context)));
 }
 
-grpc::ServerWriteReactor<v1::WatchJobResponse>* JobService::WatchJob(grpc::CallbackServerContext*,
+grpc::ServerWriteReactor<v1::WatchJobResponse>* JobService::WatchJob(grpc::CallbackServerContext* context,
                                                                      const v1::WatchJobRequest* request) {
-  return new WatchJobReactor(controller_, watchers_, executor_, *request);
+  return new WatchJobReactor(controller_, watchers_, executor_, *request, ReadCheck(CallerOf(*context)));
 }
 
 grpc::ServerUnaryReactor* JobService::ListNodes(grpc::CallbackServerContext* context,
@@ -235,14 +270,16 @@ grpc::ServerUnaryReactor* JobService::CordonNode(grpc::CallbackServerContext* co
   if (absl::Status s = AuthorizeNodeAdmin(caller, request->uncordon() ? "uncordon" : "cordon"); !s.ok()) {
     return Reply(context, s);
   }
-  absl::StatusOr<v1::NodeInfo> node = controller_->CordonNode(
-      request->node(), request->uncordon() ? "" : OperatorName(caller), request->reason().substr(0, 256));
-  if (!node.ok()) return Reply(context, node.status());
-  spdlog::info("node {} {} by {}{}", node->hostname(), request->uncordon() ? "uncordoned" : "cordoned",
-               OperatorName(caller), request->reason().empty() ? "" : ": " + request->reason().substr(0, 256));
-  *response->mutable_node() = *std::move(node);
-  if (poke_) poke_();  // uncordoned capacity may place waiting jobs
-  return Reply(context, absl::OkStatus());
+  return FinishOnExecutor(context, executor_, [this, request, response, caller] {
+    absl::StatusOr<v1::NodeInfo> node = controller_->CordonNode(
+        request->node(), request->uncordon() ? "" : OperatorName(caller), request->reason().substr(0, 256));
+    if (!node.ok()) return node.status();
+    spdlog::info("node {} {} by {}{}", node->hostname(), request->uncordon() ? "uncordoned" : "cordoned",
+                 OperatorName(caller), request->reason().empty() ? "" : ": " + request->reason().substr(0, 256));
+    *response->mutable_node() = *std::move(node);
+    if (poke_) poke_();  // uncordoned capacity may place waiting jobs
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* JobService::DrainNode(grpc::CallbackServerContext* context,
@@ -251,21 +288,26 @@ grpc::ServerUnaryReactor* JobService::DrainNode(grpc::CallbackServerContext* con
   const Caller caller = CallerOf(*context);
   if (request->node().empty()) return Reply(context, absl::InvalidArgumentError("node: must not be empty"));
   if (absl::Status s = AuthorizeNodeAdmin(caller, "drain"); !s.ok()) return Reply(context, s);
-  absl::StatusOr<DrainResult> result =
-      controller_->DrainNode(request->node(), OperatorName(caller), request->reason().substr(0, 256));
-  if (!result.ok()) return Reply(context, result.status());
-  spdlog::info("node {} drained by {}: {} job(s) to move", result->node.hostname(), OperatorName(caller),
-               result->job_ids.size());
-  *response->mutable_node() = std::move(result->node);
-  for (std::string& id : result->job_ids) response->add_job_ids(std::move(id));
-  if (poke_) poke_();  // jobs moved at once wait for a placement
-  return Reply(context, absl::OkStatus());
+  return FinishOnExecutor(context, executor_, [this, request, response, caller] {
+    absl::StatusOr<DrainResult> result =
+        controller_->DrainNode(request->node(), OperatorName(caller), request->reason().substr(0, 256));
+    if (!result.ok()) return result.status();
+    spdlog::info("node {} drained by {}: {} job(s) to move", result->node.hostname(), OperatorName(caller),
+                 result->job_ids.size());
+    *response->mutable_node() = std::move(result->node);
+    for (std::string& id : result->job_ids) response->add_job_ids(std::move(id));
+    if (poke_) poke_();  // jobs moved at once wait for a placement
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* JobService::ListCheckpoints(grpc::CallbackServerContext* context,
                                                       const v1::ListCheckpointsRequest* request,
                                                       v1::ListCheckpointsResponse* response) {
   if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
+  absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());
+  if (!job.ok()) return Reply(context, job.status());
+  if (absl::Status s = CanRead(CallerOf(*context), *job); !s.ok()) return Reply(context, s);
   absl::StatusOr<std::vector<v1::CheckpointInfo>> checkpoints =
       controller_->ListCheckpoints(request->job_id(), request->include_incomplete());
   if (!checkpoints.ok()) return Reply(context, checkpoints.status());

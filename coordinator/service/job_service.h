@@ -5,18 +5,26 @@
 // calls). Converts requests to the JobController's calls and absl::Status to
 // gRPC codes one to one; owns no state.
 //
-//   Submit, GetJob, ListJobs, CancelJob, ListNodes, CordonNode, DrainNode, ListCheckpoints: unary,
-//     answered inline (the controller's calls are short; Submit's is one
-//     SQLite transaction). Submit and CancelJob poke the scheduler.
+//   Submit, CancelJob, CordonNode, DrainNode: unary; they write the store, so
+//     their work runs on the executor and the call finishes from there
+//     (finish_on_executor.h). Submit and CancelJob poke the scheduler.
+//   GetJob, ListJobs, ListNodes, ListCheckpoints, ListQueues: unary,
+//     answered inline (reads, short).
 //   GetUsage: unary, inline: one read-only query of the store (Accounting).
 //   WatchJob: a WatchJobReactor (watch_job_reactor.h).
 //   StreamLogs: a StreamLogsReactor (stream_logs_reactor.h).
+//
+// Who reads what (auth.h, AuthorizeRead, with `visibility` and the queues in
+// force): GetJob, WatchJob, StreamLogs and ListCheckpoints answer
+// PERMISSION_DENIED to a caller who may not read the job; ListJobs lists
+// every job but hides the spec of those (HideSpec, JobSummary.spec_hidden).
 //
 // Thread-safe: the collaborators are; they must outlive the server.
 
 #include <functional>
 
 #include "coordinator/core/accounting.h"
+#include "coordinator/core/auth.h"
 #include "coordinator/core/executor.h"
 #include "coordinator/core/job_controller.h"
 #include "coordinator/core/job_watchers.h"
@@ -32,7 +40,7 @@ class JobService final : public v1::JobService::CallbackService {
  public:
   // `poke` asks for a scheduling pass soon (may be empty).
   JobService(JobController* controller, const NodeRegistry* nodes, JobWatchers* watchers, LogStore* logs,
-             const Accounting* accounting, Executor* executor, std::function<void()> poke,
+             const Accounting* accounting, Executor* executor, std::function<void()> poke, Visibility visibility,
              StreamLogsOptions log_options = {});
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
@@ -62,6 +70,11 @@ class JobService final : public v1::JobService::CallbackService {
                                      v1::GetUsageResponse* response) override;
 
  private:
+  // AuthorizeRead of `job` with the queues in force.
+  absl::Status CanRead(const Caller& caller, const v1::Job& job) const;
+  // The same for the streams' reactors, which check the job they read.
+  std::function<absl::Status(const v1::Job&)> ReadCheck(const Caller& caller) const;
+
   JobController* const controller_;
   const NodeRegistry* const nodes_;
   JobWatchers* const watchers_;
@@ -69,6 +82,7 @@ class JobService final : public v1::JobService::CallbackService {
   const Accounting* const accounting_;
   Executor* const executor_;
   const std::function<void()> poke_;
+  const Visibility visibility_;
   const StreamLogsOptions log_options_;
 };
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "coordinator/core/orders_proto.h"
+#include "coordinator/service/finish_on_executor.h"
 #include "coordinator/service/node_identity.h"
 #include "common/proto_time.h"
 
@@ -84,9 +85,11 @@ grpc::ServerUnaryReactor* NodeService::ReportRankExit(grpc::CallbackServerContex
   exit.signal = request->signal();
   exit.stopped_by_worker = request->stopped_by_worker();
   exit.stderr_tail = request->stderr_tail().substr(0, 4096);
-  absl::Status status = controller_->ReportRankExit(exit);
-  if (status.ok() && poke_) poke_();
-  return Reply(context, status);
+  return FinishOnExecutor(context, executor_, [this, exit = std::move(exit)] {
+    absl::Status status = controller_->ReportRankExit(exit);
+    if (status.ok() && poke_) poke_();
+    return status;
+  });
 }
 
 grpc::ServerReadReactor<v1::LogChunk>* NodeService::PushLogs(grpc::CallbackServerContext* context,

@@ -11,7 +11,8 @@
 //     the lease and heartbeat interval, and stop orders for reported ranks
 //     whose generation is over. Pokes the scheduler (new capacity).
 //   Session: a SessionReactor (session_reactor.h has the protocol).
-//   ReportRankExit: unary, inline: JobController::ReportRankExit. Pokes the
+//   ReportRankExit: unary, on the executor (it writes the store;
+//     finish_on_executor.h): JobController::ReportRankExit. Pokes the
 //     scheduler (slots were freed).
 //   PushLogs: a PushLogsReactor into the LogStore; the open ones are kept
 //     so that CloseStreams can end them at shutdown.

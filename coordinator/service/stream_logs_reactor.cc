@@ -16,13 +16,15 @@ grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::Sta
 
 StreamLogsReactor::StreamLogsReactor(const JobController* controller, JobWatchers* watchers, LogStore* logs,
                                      Executor* executor, const v1::StreamLogsRequest& request,
-                                     StreamLogsOptions options)
+                                     StreamLogsOptions options,
+                                     std::function<absl::Status(const v1::Job&)> authorize)
     : controller_(controller),
       watchers_(watchers),
       logs_(logs),
       executor_(executor),
       request_(request),
-      options_(options) {
+      options_(options),
+      authorize_(std::move(authorize)) {
   if (request_.job_id().empty()) {
     finish_with_ = Invalid("job_id: must not be empty");
   } else if (request_.has_rank() && request_.rank() < 0) {
@@ -71,6 +73,9 @@ void StreamLogsReactor::Begin() {
     if (watch == 0) finish_with_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down");
   }
   absl::StatusOr<v1::Job> job = controller_->GetJob(job_id);
+  if (job.ok() && authorize_) {
+    if (absl::Status s = authorize_(*job); !s.ok()) job = s;
+  }
   absl::StatusOr<LogCursor> cursor = absl::UnknownError("not read");
   if (job.ok()) {
     query_.job_id = job_id;

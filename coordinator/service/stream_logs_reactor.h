@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -41,8 +42,11 @@ struct StreamLogsOptions {
 
 class StreamLogsReactor final : public grpc::ServerWriteReactor<v1::LogChunk>, public JobWatcher {
  public:
+  // `authorize` says whether the caller may read the job (empty: anyone
+  // may); its error ends the stream before any line is sent.
   StreamLogsReactor(const JobController* controller, JobWatchers* watchers, LogStore* logs, Executor* executor,
-                    const v1::StreamLogsRequest& request, StreamLogsOptions options);
+                    const v1::StreamLogsRequest& request, StreamLogsOptions options,
+                    std::function<absl::Status(const v1::Job&)> authorize = {});
 
   // JobWatcher (under the job's lock).
   void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) override;
@@ -68,6 +72,7 @@ class StreamLogsReactor final : public grpc::ServerWriteReactor<v1::LogChunk>, p
   Executor* const executor_;
   const v1::StreamLogsRequest request_;
   const StreamLogsOptions options_;
+  const std::function<absl::Status(const v1::Job&)> authorize_;
   std::atomic<int> refs_{1};
 
   // Set by Begin, then used by one read at a time.

@@ -10,8 +10,13 @@
 namespace ringmaster::coordinator {
 
 WatchJobReactor::WatchJobReactor(const JobController* controller, JobWatchers* watchers, Executor* executor,
-                                 const v1::WatchJobRequest& request)
-    : controller_(controller), watchers_(watchers), executor_(executor), request_(request) {
+                                 const v1::WatchJobRequest& request,
+                                 std::function<absl::Status(const v1::Job&)> authorize)
+    : controller_(controller),
+      watchers_(watchers),
+      executor_(executor),
+      request_(request),
+      authorize_(std::move(authorize)) {
   if (request_.job_id().empty()) {
     finish_with_ = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job_id: must not be empty");
     Pump();
@@ -49,6 +54,13 @@ void WatchJobReactor::Begin() {
   absl::Status status = controller_->SnapshotJob(
       request_.job_id(), request_.after_sequence(),
       [this](const v1::Job& job, const EventPage& page) {
+        if (authorize_) {
+          if (absl::Status s = authorize_(job); !s.ok()) {
+            std::lock_guard<std::mutex> lock(mu_);
+            finish_with_ = ToGrpcStatus(s);
+            return;
+          }
+        }
         // Under the job's lock: no change can slip in before the
         // subscription.
         const int64_t id = watchers_->Subscribe(job.id(), this);

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -34,8 +35,10 @@ namespace ringmaster::coordinator {
 
 class WatchJobReactor final : public grpc::ServerWriteReactor<v1::WatchJobResponse>, public JobWatcher {
  public:
+  // `authorize` says whether the caller may read the job (empty: anyone
+  // may); its error ends the stream before anything is sent.
   WatchJobReactor(const JobController* controller, JobWatchers* watchers, Executor* executor,
-                  const v1::WatchJobRequest& request);
+                  const v1::WatchJobRequest& request, std::function<absl::Status(const v1::Job&)> authorize = {});
 
   // JobWatcher (under the job's lock: record, post).
   void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) override;
@@ -61,6 +64,7 @@ class WatchJobReactor final : public grpc::ServerWriteReactor<v1::WatchJobRespon
   JobWatchers* const watchers_;
   Executor* const executor_;
   const v1::WatchJobRequest request_;
+  const std::function<absl::Status(const v1::Job&)> authorize_;
   std::atomic<int> refs_{1};  // gRPC's, released in OnDone, + one per posted task
 
   std::mutex mu_;
