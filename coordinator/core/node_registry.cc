@@ -215,6 +215,15 @@ absl::Status NodeRegistry::CheckSession(const std::string& node_id, int64_t sess
   return CheckSessionLocked(node_id, session_id);
 }
 
+std::vector<absl::Status> NodeRegistry::CheckSessions(
+    const std::vector<std::pair<std::string, int64_t>>& sessions) const {
+  std::vector<absl::Status> out;
+  out.reserve(sessions.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [node_id, session_id] : sessions) out.push_back(CheckSessionLocked(node_id, session_id));
+  return out;
+}
+
 absl::Status NodeRegistry::CheckSessionLocked(const std::string& node_id, int64_t session_id) const {
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return absl::NotFoundError(absl::StrCat("node ", node_id, " is not registered"));

@@ -138,6 +138,9 @@ class NodeRegistry {
   absl::StatusOr<absl::Time> Heartbeat(const std::string& node_id, int64_t session_id);
   // OK when session_id is the node's current session and it is not LOST.
   absl::Status CheckSession(const std::string& node_id, int64_t session_id) const;
+  // CheckSession of each (node_id, session_id), in order, under one lock
+  // (the ticker checks every open session).
+  std::vector<absl::Status> CheckSessions(const std::vector<std::pair<std::string, int64_t>>& sessions) const;
 
   // Marks every node whose lease has run out LOST and returns their ids
   // (each node once per loss). The loss is stored best effort, after the

@@ -283,6 +283,65 @@ TEST_F(NodeRegistryTest, ResolveTakesAnIdOrAUniqueHostname) {
   EXPECT_EQ(registry_->Resolve("host-z").status().message(), "node: no node has the id or hostname \"host-z\"");
 }
 
+// The hostname index follows a node that registers again under another
+// hostname, and is rebuilt by Recover.
+TEST_F(NodeRegistryTest, AHostnameFindsTheNodeThatHasItNow) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  v1::NodeInfo renamed = MakeNode("host-c", 8);
+  renamed.set_node_id(a.node_id);
+  MustRegister(renamed);
+  EXPECT_EQ(registry_->Resolve("host-a").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*registry_->Resolve("host-c"), a.node_id);
+  MustRegister(MakeNode("host-b", 8));
+  std::vector<v1::NodeInfo> nodes = registry_->ListNodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].hostname(), "host-b");
+  EXPECT_EQ(nodes[1].hostname(), "host-c");
+  // A worker that lost its id, on the renamed host: its node, not a new one.
+  EXPECT_EQ(MustRegister(MakeNode("host-c", 8)).node_id, a.node_id);
+  EXPECT_NE(MustRegister(MakeNode("host-a", 8)).node_id, a.node_id);
+
+  registry_.reset();
+  store_.reset();
+  store_ = *Store::Open({path_});
+  NodeRegistry recovered(&clock_, store_.get(), NodeRegistryOptions{absl::Seconds(5), 3});
+  ASSERT_TRUE(recovered.Recover().ok());
+  EXPECT_EQ(*recovered.Resolve("host-c"), a.node_id);
+  absl::StatusOr<NodeRegistration> back = recovered.Register(MakeNode("host-c", 8));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->node_id, a.node_id);
+}
+
+TEST_F(NodeRegistryTest, PagesFollowHostnameThenIdStrictlyAfterTheToken) {
+  for (const char* host : {"host-d", "host-b", "host-a", "host-c"}) MustRegister(MakeNode(host, 1));
+  v1::NodeInfo twin = MakeNode("host-b", 1);
+  twin.set_address("10.0.0.9:7071");
+  const std::string twin_id = MustRegister(twin).node_id;  // n-5, after n-2 on host-b
+  ASSERT_TRUE(registry_->SetCordon("n-3", "alice", "rma").ok());  // host-a
+
+  NodeRegistry::NodePage first = registry_->ListNodesPage({v1::NODE_STATE_READY}, "", "", 2, 1 << 20);
+  EXPECT_EQ(first.total, 4);
+  EXPECT_TRUE(first.more);
+  ASSERT_EQ(first.nodes.size(), 2u);
+  EXPECT_EQ(first.nodes[0].node_id(), "n-2");
+  EXPECT_EQ(first.nodes[1].node_id(), twin_id);
+  NodeRegistry::NodePage second = registry_->ListNodesPage({v1::NODE_STATE_READY}, "host-b", twin_id, 2, 1 << 20);
+  EXPECT_FALSE(second.more);
+  ASSERT_EQ(second.nodes.size(), 2u);
+  EXPECT_EQ(second.nodes[0].hostname(), "host-c");
+  EXPECT_EQ(second.nodes[1].hostname(), "host-d");
+  // A token between two nodes of one hostname; every state.
+  NodeRegistry::NodePage all = registry_->ListNodesPage({}, "host-b", "n-3", 10, 1 << 20);
+  EXPECT_EQ(all.total, 5);
+  ASSERT_EQ(all.nodes.size(), 3u);
+  EXPECT_EQ(all.nodes[0].node_id(), twin_id);
+  // At least one node, however small the byte bound.
+  NodeRegistry::NodePage tiny = registry_->ListNodesPage({}, "", "", 10, 1);
+  ASSERT_EQ(tiny.nodes.size(), 1u);
+  EXPECT_EQ(tiny.nodes[0].hostname(), "host-a");
+  EXPECT_TRUE(tiny.more);
+}
+
 TEST_F(NodeRegistryTest, RecoverReloadsNodesWithFreshLeasesAndNoSessions) {
   NodeRegistration a = MustRegister(MakeNode("host-a", 8, 0, {{"rack", "a3"}}));
   NodeRegistration b = MustRegister(MakeNode("host-b", 8));

@@ -53,16 +53,26 @@ void NodeSessions::Detach(const std::string& node_id, SessionSink* sink) {
 }
 
 void NodeSessions::CloseInvalid() {
+  // Checked outside this lock, all under one registry lock: holding this
+  // lock across one registry lock per session (thousands) kept Attach and
+  // the job's start and stop orders waiting every tick. A session found
+  // invalid stays invalid (a node leaves LOST only by registering again,
+  // with a new session id), so the answer holds when acted on below.
+  std::vector<std::pair<std::string, int64_t>> open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [node_id, session] : sessions_) open.emplace_back(node_id, session.session_id);
+  }
+  const std::vector<absl::Status> checked = nodes_->CheckSessions(open);
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    absl::Status s = nodes_->CheckSession(it->first, it->second.session_id);
-    if (s.ok()) {
-      ++it;
-      continue;
-    }
-    spdlog::info("closing the session of node {}: {}", it->first, std::string(s.message()));
-    it->second.sink->Close(s);
-    it = sessions_.erase(it);
+  for (size_t i = 0; i < open.size(); ++i) {
+    if (checked[i].ok()) continue;
+    auto it = sessions_.find(open[i].first);
+    // Still the session that was checked (not detached or replaced since).
+    if (it == sessions_.end() || it->second.session_id != open[i].second) continue;
+    spdlog::info("closing the session of node {}: {}", it->first, std::string(checked[i].message()));
+    it->second.sink->Close(checked[i]);
+    sessions_.erase(it);
   }
 }
 
