@@ -169,10 +169,11 @@ void CoordinatorHarness::SubmitJob() {
 void CoordinatorHarness::BeginInput() {
   if (++inputs_ > kInputsPerServer) StartServer();
   if (node_id_.empty() || !server_->nodes().CheckSession(node_id_, session_id_).ok()) RegisterNode();
-  absl::StatusOr<v1::Job> job = job_id_.empty() ? absl::NotFoundError("none") : server_->controller().GetJob(job_id_);
+  absl::StatusOr<v1::Job> job =
+      job_id_.empty() ? absl::NotFoundError("none") : server_->controller().views().GetJob(job_id_);
   if (!job.ok() || Terminal(job->state())) SubmitJob();
   server_->Tick();  // places a queued job
-  job = server_->controller().GetJob(job_id_);
+  job = server_->controller().views().GetJob(job_id_);
   FUZZ_CHECK(job.ok(), "the harness lost its job: ", job.status().ToString());
   generation_ = job->generation();
 }

@@ -4,8 +4,9 @@
 // JobController: builds and owns the coordinator's job managers, each with
 // its own lock and threading contract (in its header), split the way Ray's
 // GCS splits its managers:
-//   JobLifecycle    every job's state machine, timeline, restarts, fencing;
-//                   one lock per job; it publishes into
+//   JobLifecycle    every job's state machine, timeline, restarts, fencing,
+//                   checkpoints, retention; one lock per job; it publishes
+//                   into
 //   JobViews        what readers see (GetJob, ListJobs, GetRankProgress),
 //                   never waiting for a store write
 //   Dispatcher      scheduling passes and placements
@@ -18,13 +19,11 @@
 // span managers: Submit (the queue is resolved before the lifecycle stores
 // the job), cordon and drain (NodeRegistry, then JobLifecycle at every
 // Tick), the queues (ReplaceQueues, QueueLoads), Recover (the lifecycle,
-// then the queues' usage). Callers reach the managers through lifecycle(),
-// views(), reconciler() and dispatcher() for everything else.
-//
-// The one-line forwarders below (GetJob ... ReportDamagedCheckpoint,
-// ExpireFinishedJobs, the RendezvousListener) remain only because the gRPC
-// services (coordinator/service/*) and the composition root still call them;
-// they go once those callers move to the managers (coordinator/DESIGN.md).
+// then the queues' usage). Everything else (reads, cancel, what workers
+// report, checkpoints, registration, retention) is the managers', which
+// the gRPC services and tests reach through lifecycle(), views(),
+// reconciler() and dispatcher(); the Rendezvous reports to the lifecycle
+// directly (Rendezvous::SetListener(&lifecycle())).
 //
 // Time: Tick() (call it about once a second) expires node leases, restarts
 // generations that made no progress for restart.progress_timeout_seconds,
@@ -65,7 +64,7 @@
 
 namespace ringmaster::coordinator {
 
-class JobController : public RendezvousListener {
+class JobController {
  public:
   JobController(const Clock* clock, Store* store, NodeRegistry* nodes, CheckpointRegistry* checkpoints,
                 Rendezvous* rendezvous, JobControllerOptions options = {});
@@ -78,6 +77,7 @@ class JobController : public RendezvousListener {
   const JobLifecycle& lifecycle() const { return lifecycle_; }
   const JobViews& views() const { return lifecycle_.views(); }
   NodeReconciler& reconciler() { return reconciler_; }
+  const NodeReconciler& reconciler() const { return reconciler_; }
   Dispatcher& dispatcher() { return dispatcher_; }
 
   // Loads every job from the store (after NodeRegistry::Recover and
@@ -99,92 +99,6 @@ class JobController : public RendezvousListener {
   // The job's `unschedulable` says why when no node registered now could
   // ever run it (it is queued all the same).
   absl::StatusOr<v1::Job> Submit(v1::JobSpec spec, const SubmitOptions& options);
-  // NOT_FOUND for an unknown id.
-  absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
-  // One page of the job's timeline (Store::LoadEventPage): GetJob's. NOT_FOUND.
-  absl::StatusOr<EventPage> GetEventPage(const std::string& job_id, const EventPageQuery& query) const;
-  // WatchJob's start: calls `at_snapshot` with the job and the newest page
-  // of its events after `after_sequence` (at most kMaxWatchEvents and 1 MiB;
-  // EventPage.more when older ones were left out), both read at one moment
-  // under the job's lock, so that a JobListener subscription made inside
-  // `at_snapshot` receives exactly the changes that follow it. `at_snapshot`
-  // runs under that lock: the JobListener rules apply (record, never call
-  // back). NOT_FOUND.
-  absl::Status SnapshotJob(const std::string& job_id, int64_t after_sequence,
-                           const std::function<void(const v1::Job&, const EventPage&)>& at_snapshot) const;
-  // Summaries, newest first, at most page_size and kMaxListJobsPageBytes.
-  // INVALID_ARGUMENT for a page_size outside [0, 1000] or a foreign token.
-  absl::StatusOr<ListJobsPage> ListJobs(const ListJobsQuery& query) const;
-  // Any non-terminal state -> CANCELLED, stopping the current generation's
-  // ranks; a terminal job is returned unchanged. NOT_FOUND.
-  absl::StatusOr<CancelResult> Cancel(const std::string& job_id, const std::string& reason);
-  absl::StatusOr<std::vector<v1::CheckpointInfo>> ListCheckpoints(const std::string& job_id,
-                                                                  bool include_incomplete) const;
-
-  // ---- NodeService ----
-
-  // Registers the node and reconciles what the worker says is running:
-  // ranks of generations that are over get stop orders (and keep their
-  // slots until their exits are reported); ranks of a RUNNING generation
-  // placed on this node that are no longer running fail that generation.
-  // `worker_drains`: the worker drains its node (NodeRegistry::Register);
-  // the jobs move at the next Tick. `proof`: what the worker's call
-  // presented (NodeRegistry::Register; null: a trusted caller).
-  absl::StatusOr<NodeRegistrationResult> RegisterNode(const v1::NodeInfo& node,
-                                                      const std::vector<RunningRank>& running,
-                                                      bool worker_drains = false, const NodeProof* proof = nullptr);
-  // OK when the ranks (none: some rank) of that generation of the job were
-  // placed on `node_id`; PERMISSION_DENIED otherwise, NOT_FOUND for an
-  // unknown job (JobLifecycle::CheckPlacedOn). What a node reports, commits, pushes or asks the
-  // rendezvous for is checked with it first.
-  absl::Status CheckPlacedOn(const std::string& node_id, const std::string& job_id, int64_t generation,
-                             const std::vector<int32_t>& ranks) const;
-  // OK when some rank of the job's current generation was placed on
-  // `node_id` (JobLifecycle::CheckHostsJob): what a node may read of a job.
-  absl::Status CheckHostsJob(const std::string& node_id, const std::string& job_id) const;
-  // What should run on a node now: a start order per current generation
-  // placed there (sent when a worker's session opens; workers treat a start
-  // order for ranks already running as done). `at_snapshot` is called with
-  // the orders while every job's lock is held (listener rules apply), so
-  // that a session attached inside it receives every later order after
-  // these: a stop order of a generation can never be overtaken by that
-  // generation's start order, and no start order is lost between the
-  // snapshot and the attach.
-  void AssignmentsForNode(const std::string& node_id,
-                          const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
-  // Releases the rank's slot; for the current generation: all ranks exited 0
-  // -> SUCCEEDED; a failure -> RESTARTING (new generation, from the latest
-  // checkpoint) or, with no restarts left, FAILED. An exit with
-  // kExitUnrecoverable (common/exit_codes.h: the rank's spec or a request it
-  // made was refused) -> FAILED at once, restarts unused. Reports for a
-  // generation that is over are acknowledged and ignored. OK for unknown jobs.
-  absl::Status ReportRankExit(const RankExit& exit);
-  // A worker could not start the ranks of a generation: the slots of the
-  // ranks that never started are released; the current generation fails
-  // (restarting, or FAILED at once when unrecoverable). OK for unknown jobs.
-  absl::Status ReportStartFailure(const StartFailure& failure);
-  // Records a rank's step metrics (rank 0's are the job's progress); the
-  // first report of a STARTING generation makes it RUNNING. Returns true
-  // when the generation is over (the rank should stop). NOT_FOUND.
-  absl::StatusOr<bool> ReportProgress(const std::string& job_id, int64_t generation, int32_t global_rank,
-                                      const v1::StepMetrics& metrics);
-
-  // ---- CheckpointService ----
-
-  // FAILED_PRECONDITION for a generation that is not the job's current,
-  // active one ("generation 2 of job j-3 is over; current is 3");
-  // INVALID_ARGUMENT for pipeline_stages other than the job's; otherwise as
-  // CheckpointRegistry::Commit, with the job's keep and a
-  // CHECKPOINT_COMMITTED event when the checkpoint completes.
-  absl::StatusOr<CommitResult> CommitCheckpoint(const ShardCommit& commit);
-  // NOT_FOUND for an unknown job or one without a complete checkpoint.
-  absl::StatusOr<v1::CheckpointInfo> LatestCheckpoint(const std::string& job_id) const;
-  // Fenced as CommitCheckpoint. Marks the checkpoint damaged (a
-  // CHECKPOINT_DAMAGED event, once) and, when the current generation resumed
-  // from it, restarts the generation from the newest good checkpoint; that
-  // restart does not count against max_restarts. NOT_FOUND for an unknown
-  // checkpoint.
-  absl::Status ReportDamagedCheckpoint(const DamagedCheckpoint& report);
 
   // ---- cordon and drain (JobService, and a worker draining itself) ----
 
@@ -207,12 +121,6 @@ class JobController : public RendezvousListener {
   // What each queue holds and how many of its jobs run and wait.
   std::map<std::string, Dispatcher::QueueLoad> QueueLoads() const { return dispatcher_.QueueLoads(); }
 
-  // ---- retention ----
-
-  // Deletes finished jobs past `retention` (JobLifecycle::ExpireFinished);
-  // returns their ids, whose logs the caller removes.
-  absl::StatusOr<std::vector<std::string>> ExpireFinishedJobs(absl::Time now, const JobRetention& retention);
-
   // ---- time ----
 
   // Lost nodes, progress timeouts, drains, rendezvous deadlines, then
@@ -220,10 +128,6 @@ class JobController : public RendezvousListener {
   void Tick();
   // One scheduling pass over QUEUED and RESTARTING jobs.
   void ScheduleNow();
-
-  // ---- RendezvousListener ----
-  void OnRendezvousComplete(const std::string& job_id, int64_t generation) override;
-  void OnRendezvousFailed(const std::string& job_id, int64_t generation, const std::string& reason) override;
 
  private:
   // One round of every drain in progress; ends those with nothing left.

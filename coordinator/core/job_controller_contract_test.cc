@@ -58,12 +58,12 @@ TEST_F(JobControllerContractTest, AWholeModelCommitCompletesAPipelineCheckpoint)
   AddNode("host-a", 2);
   const std::string id = PipelineJob();
   RunToRunning(id);
-  absl::StatusOr<CommitResult> result = controller_->CommitCheckpoint(WholeModel(id, 20));
+  absl::StatusOr<CommitResult> result = controller_->lifecycle().CommitCheckpoint(WholeModel(id, 20));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->completed);
   EXPECT_TRUE(result->checkpoint.whole_model());
   EXPECT_EQ(result->checkpoint.pipeline_stages(), 2);
-  EXPECT_EQ(controller_->LatestCheckpoint(id)->step(), 20);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(id)->step(), 20);
 
   // A stage's shard cannot join a whole-model checkpoint, nor another rank
   // commit the whole model.
@@ -71,10 +71,10 @@ TEST_F(JobControllerContractTest, AWholeModelCommitCompletesAPipelineCheckpoint)
   stage1.whole_model = false;
   stage1.pipeline_stage = 1;
   stage1.rank = 1;
-  EXPECT_EQ(controller_->CommitCheckpoint(stage1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(controller_->lifecycle().CommitCheckpoint(stage1).status().code(), absl::StatusCode::kInvalidArgument);
   ShardCommit not_rank0 = WholeModel(id, 40);
   not_rank0.rank = 1;
-  EXPECT_EQ(controller_->CommitCheckpoint(not_rank0).status().message(),
+  EXPECT_EQ(controller_->lifecycle().CommitCheckpoint(not_rank0).status().message(),
             "rank: only data-parallel rank 0 of stage 0 (global rank 0) commits its shard, got rank 1");
 
   Exit(id, 1, -1, "", false);
@@ -94,8 +94,8 @@ TEST_F(JobControllerContractTest, ADamagedCheckpointRestartsFromTheOneBeforeForF
   AddNode("host-a", 2);
   const std::string id = PipelineJob(/*max_restarts=*/1);
   RunToRunning(id);
-  ASSERT_TRUE(controller_->CommitCheckpoint(WholeModel(id, 20)).ok());
-  ASSERT_TRUE(controller_->CommitCheckpoint(WholeModel(id, 40)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(WholeModel(id, 20)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(WholeModel(id, 40)).ok());
   // A crash uses the one restart there is: generation 2 resumes from step 40.
   Exit(id, 1, 1);
   Exit(id, 0, -1, "", true);
@@ -106,7 +106,7 @@ TEST_F(JobControllerContractTest, ADamagedCheckpointRestartsFromTheOneBeforeForF
   const v1::CheckpointInfo step40 = *listener_.starts().back().resume_from;
 
   listener_.Clear();
-  ASSERT_TRUE(controller_->ReportDamagedCheckpoint(Damaged(id, step40, 1)).ok());
+  ASSERT_TRUE(controller_->lifecycle().ReportDamagedCheckpoint(Damaged(id, step40, 1)).ok());
   v1::Job job = MustGet(id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_RESTARTING);
   EXPECT_EQ(job.reason(), "CheckpointDamaged");
@@ -118,14 +118,15 @@ TEST_F(JobControllerContractTest, ADamagedCheckpointRestartsFromTheOneBeforeForF
   EXPECT_EQ(events[events.size() - 2].kind(), v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED);
   EXPECT_EQ(events[events.size() - 2].reason(), "checkpoint at step 40 (generation 1) is damaged (rank 1): sha256 mismatch");
   // The same report from another rank changes nothing more.
-  EXPECT_EQ(controller_->ReportDamagedCheckpoint(Damaged(id, step40, 0)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(controller_->lifecycle().ReportDamagedCheckpoint(Damaged(id, step40, 0)).code(),
+            absl::StatusCode::kFailedPrecondition);
 
-  std::vector<v1::CheckpointInfo> listed = *controller_->ListCheckpoints(id, false);
+  std::vector<v1::CheckpointInfo> listed = *controller_->lifecycle().ListCheckpoints(id, false);
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].step(), 40);
   EXPECT_EQ(listed[0].damage(), "sha256 mismatch");
   EXPECT_TRUE(listed[1].damage().empty());
-  EXPECT_EQ(controller_->LatestCheckpoint(id)->step(), 20);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(id)->step(), 20);
 
   ExitAll(id, 1);
   controller_->Tick();
@@ -136,29 +137,29 @@ TEST_F(JobControllerContractTest, ADamagedCheckpointRestartsFromTheOneBeforeForF
 
   // Damage survives a coordinator restart.
   Restart();
-  EXPECT_EQ(controller_->LatestCheckpoint(id)->step(), 20);
-  EXPECT_EQ((*controller_->ListCheckpoints(id, false))[0].damage(), "sha256 mismatch");
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(id)->step(), 20);
+  EXPECT_EQ((*controller_->lifecycle().ListCheckpoints(id, false))[0].damage(), "sha256 mismatch");
 }
 
 TEST_F(JobControllerContractTest, WhenNoGoodCheckpointIsLeftTheJobStartsOver) {
   AddNode("host-a", 2);
   const std::string id = PipelineJob();
   RunToRunning(id);
-  ASSERT_TRUE(controller_->CommitCheckpoint(WholeModel(id, 20)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(WholeModel(id, 20)).ok());
   Exit(id, 0, 1);
   ExitAll(id, -1, true);
   controller_->Tick();
   const v1::CheckpointInfo step20 = *listener_.starts().back().resume_from;
-  ASSERT_TRUE(controller_->ReportDamagedCheckpoint(Damaged(id, step20)).ok());
+  ASSERT_TRUE(controller_->lifecycle().ReportDamagedCheckpoint(Damaged(id, step20)).ok());
   EXPECT_TRUE(absl::StrContains(MustGet(id).message(), "no good checkpoint is left: the next generation starts from step 0"));
   ExitAll(id, 1);
   controller_->Tick();
   EXPECT_FALSE(listener_.starts().back().resume_from.has_value());
-  EXPECT_EQ(controller_->ReportDamagedCheckpoint(Damaged(id, step20)).code(), absl::StatusCode::kOk)
+  EXPECT_EQ(controller_->lifecycle().ReportDamagedCheckpoint(Damaged(id, step20)).code(), absl::StatusCode::kOk)
       << "known and already damaged: nothing to do";
   v1::CheckpointInfo unknown = step20;
   unknown.set_step(999);
-  EXPECT_EQ(controller_->ReportDamagedCheckpoint(Damaged(id, unknown)).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().ReportDamagedCheckpoint(Damaged(id, unknown)).code(), absl::StatusCode::kNotFound);
 }
 
 // A trainer that exits kExitUnrecoverable (its spec, or a request the
@@ -181,8 +182,8 @@ TEST_F(JobControllerContractTest, AWorkerThatRefusesTheSpecFailsTheJobAtOnce) {
   const std::string id = MustSubmit(MakeSpec(1, 2));
   controller_->ScheduleNow();
   ASSERT_EQ(State(id), v1::JOB_STATE_STARTING);
-  ASSERT_TRUE(controller_
-                  ->ReportStartFailure({node, id, 1, "data.path: /etc/shadow is outside this node's data roots", true})
+  ASSERT_TRUE(controller_->lifecycle()
+                  .ReportStartFailure({node, id, 1, "data.path: /etc/shadow is outside this node's data roots", true})
                   .ok());
   const v1::Job job = MustGet(id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
@@ -194,10 +195,11 @@ TEST_F(JobControllerContractTest, AWorkerThatRefusesTheSpecFailsTheJobAtOnce) {
   // A start failure that a restart may fix (a full disk) restarts.
   const std::string other = MustSubmit(MakeSpec(1, 2));
   controller_->ScheduleNow();
-  ASSERT_TRUE(controller_->ReportStartFailure({node, other, 1, "cannot create /x: No space left", false}).ok());
+  ASSERT_TRUE(
+      controller_->lifecycle().ReportStartFailure({node, other, 1, "cannot create /x: No space left", false}).ok());
   EXPECT_EQ(State(other), v1::JOB_STATE_RESTARTING);
   // A report for a generation that is over is ignored.
-  ASSERT_TRUE(controller_->ReportStartFailure({node, other, 0, "late", true}).ok());
+  ASSERT_TRUE(controller_->lifecycle().ReportStartFailure({node, other, 0, "late", true}).ok());
   EXPECT_EQ(State(other), v1::JOB_STATE_RESTARTING);
 }
 
@@ -253,16 +255,16 @@ TEST_F(JobControllerContractTest, CheckpointDirectoriesLieInAllowedRootsOneJobEa
   // nowhere; its own is accepted.
   ShardCommit forged = CheckpointCommit(a, 10);
   forged.path = absl::StrCat("/ckpt/team-a/", a, "/../", b, "/gen-1/step-000000010");
-  absl::Status denied = controller_->CommitCheckpoint(forged).status();
+  absl::Status denied = controller_->lifecycle().CommitCheckpoint(forged).status();
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(absl::StrContains(denied.message(), absl::StrCat("goes to \"/ckpt/team-a/", a, "/gen-1/step-000000010\"")))
       << denied;
-  EXPECT_EQ(controller_->LatestCheckpoint(a).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(controller_->LatestCheckpoint(b).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(b).status().code(), absl::StatusCode::kNotFound);
   ShardCommit own = CheckpointCommit(a, 10);
   own.path = absl::StrCat("/ckpt/team-a/", a, "/gen-1/step-000000010");
-  ASSERT_TRUE(controller_->CommitCheckpoint(own).ok());
-  EXPECT_EQ(controller_->LatestCheckpoint(a)->path(), own.path);
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(own).ok());
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(a)->path(), own.path);
 }
 
 // Each node receives only its own ranks of the placement.

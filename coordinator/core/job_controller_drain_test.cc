@@ -36,7 +36,7 @@ TEST_F(JobControllerDrainTest, DrainCheckpointsThenMovesTheJobWithoutUsingAResta
   std::string id = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CUDA, 0, /*max_restarts=*/0));
   RunToRunning(id);
   AddNode("host-b", 1);
-  ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(id, 100)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(id, 100)).ok());
   const int64_t gen = MustGet(id).generation();
   listener_.Clear();
 
@@ -58,7 +58,7 @@ TEST_F(JobControllerDrainTest, DrainCheckpointsThenMovesTheJobWithoutUsingAResta
   EXPECT_TRUE(listener_.stops().empty());
 
   // The drain's checkpoint moves it: the generation stops (no state dump).
-  ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(id, 130)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(id, 130)).ok());
   v1::Job job = MustGet(id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_RESTARTING);
   EXPECT_EQ(job.reason(), "NodeDrained");
@@ -95,7 +95,7 @@ TEST_F(JobControllerDrainTest, WithoutACheckpointTheJobMovesAfterTheTimeout) {
   AddNode("host-a", 1);
   std::string id = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CUDA));
   RunToRunning(id);
-  ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(id, 40)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(id, 40)).ok());
   listener_.Clear();
   ASSERT_TRUE(controller_->DrainNode("host-a", "alice", "").ok());
   AdvanceWithHeartbeats(absl::Seconds(35));
@@ -144,11 +144,12 @@ TEST_F(JobControllerDrainTest, AWorkerThatDrainsItselfGetsItsJobsMoved) {
   listener_.Clear();
   // The worker registers again asking for a drain (it got SIGUSR1).
   v1::NodeInfo node = *nodes_->GetNode(a);
-  ASSERT_TRUE(controller_->RegisterNode(node, {{id, MustGet(id).generation(), 0}}, /*worker_drains=*/true).ok());
+  ASSERT_TRUE(
+      controller_->reconciler().RegisterNode(node, {{id, MustGet(id).generation(), 0}}, /*worker_drains=*/true).ok());
   EXPECT_EQ(nodes_->GetNode(a)->cordoned_by(), kCordonedByWorker);
   controller_->Tick();
   ASSERT_EQ(listener_.checkpoint_orders().size(), 1u);
-  ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(id, 7)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(id, 7)).ok());
   EXPECT_EQ(State(id), v1::JOB_STATE_RESTARTING);
 }
 

@@ -32,7 +32,7 @@ TEST_F(JobControllerFailureTest, RestartsUpToMaxRestartsThenFails) {
   std::string node = AddNode("host-a", 2);
   std::string id = MustSubmit(MakeSpec(1, 2, v1::ResourceSpec::CUDA, 0, /*max_restarts=*/2));
   RunToRunning(id);
-  ASSERT_TRUE(controller_->CommitCheckpoint(Checkpoint(id, 100)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(Checkpoint(id, 100)).ok());
 
   for (int restart = 1; restart <= 2; ++restart) {
     SCOPED_TRACE(restart);
@@ -105,7 +105,7 @@ TEST_F(JobControllerFailureTest, ZeroRestartsFailsAtOnce) {
   std::string id2 = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CUDA, 0, 0));
   RunToRunning(id2);
   RankExit killed{MustGet(id2).placement().ranks(0).node_id(), id2, 1, 0, -1, 9, false, ""};
-  ASSERT_TRUE(controller_->ReportRankExit(killed).ok());
+  ASSERT_TRUE(controller_->lifecycle().ReportRankExit(killed).ok());
   EXPECT_EQ(State(id2), v1::JOB_STATE_FAILED);
   EXPECT_EQ(MustGet(id2).message(), "rank 0 on host-a was killed by signal 9; no restarts left (max_restarts 0)");
 }
@@ -124,11 +124,11 @@ TEST_F(JobControllerFailureTest, FencingOfAnOldGeneration) {
   const size_t events = Events(id).size();
 
   // Checkpoint commit from generation 1: FAILED_PRECONDITION, not recorded.
-  absl::StatusOr<CommitResult> c = controller_->CommitCheckpoint(Checkpoint(id, 500, 1));
+  absl::StatusOr<CommitResult> c = controller_->lifecycle().CommitCheckpoint(Checkpoint(id, 500, 1));
   EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(c.status().message(), "generation 1 of job " + id + " is over; current is 2");
-  EXPECT_TRUE(controller_->ListCheckpoints(id, true)->empty());
-  EXPECT_EQ(controller_->CommitCheckpoint(Checkpoint(id, 500, 3)).status().message(),
+  EXPECT_TRUE(controller_->lifecycle().ListCheckpoints(id, true)->empty());
+  EXPECT_EQ(controller_->lifecycle().CommitCheckpoint(Checkpoint(id, 500, 3)).status().message(),
             "generation 3 of job " + id + " is not known; current is 2");
   // Rendezvous from generation 1.
   absl::Status rdv = rendezvous_->KvSet({id, 1, 0}, "k", "v");
@@ -137,11 +137,11 @@ TEST_F(JobControllerFailureTest, FencingOfAnOldGeneration) {
   // Progress from generation 1: told to stop, not recorded.
   v1::StepMetrics m;
   m.set_step(999);
-  EXPECT_EQ(*controller_->ReportProgress(id, 1, 0, m), true);
+  EXPECT_EQ(*controller_->lifecycle().ReportProgress(id, 1, 0, m), true);
   EXPECT_EQ(MustGet(id).progress().step(), 0);
   // A late crash report from generation 1 changes nothing.
   RankExit late{MustGet(id).placement().ranks(0).node_id(), id, 1, 0, 1, 0, false, "late"};
-  ASSERT_TRUE(controller_->ReportRankExit(late).ok());
+  ASSERT_TRUE(controller_->lifecycle().ReportRankExit(late).ok());
   EXPECT_EQ(State(id), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(Events(id).size(), events);
 }
@@ -257,7 +257,7 @@ TEST_F(JobControllerFailureTest, LostNodeThatComesBackStopsItsOldRanks) {
   Exit(id, 0, -1, "", true, 1);  // host-a's rank obeys its stop order
   v1::NodeInfo host_b = testing::MakeNode("host-b", 1);
   host_b.set_node_id(b);
-  absl::StatusOr<NodeRegistrationResult> r = controller_->RegisterNode(host_b, {{id, 1, 1}});
+  absl::StatusOr<NodeRegistrationResult> r = controller_->reconciler().RegisterNode(host_b, {{id, 1, 1}});
   ASSERT_TRUE(r.ok()) << r.status();
   sessions_[b] = r->registration.session_id;
   ASSERT_EQ(r->stop.size(), 1u);
@@ -314,7 +314,7 @@ TEST_F(JobControllerFailureTest, NoProgressForTheTimeoutRestarts) {
   std::string id = MustSubmit(spec);
   RunToRunning(id);
   AdvanceWithHeartbeats(absl::Seconds(40));
-  ASSERT_FALSE(*controller_->ReportProgress(id, 1, 0, {}));
+  ASSERT_FALSE(*controller_->lifecycle().ReportProgress(id, 1, 0, {}));
   AdvanceWithHeartbeats(absl::Seconds(55));
   controller_->Tick();
   EXPECT_EQ(State(id), v1::JOB_STATE_RUNNING);
@@ -337,26 +337,26 @@ TEST_F(JobControllerFailureTest, CheckpointsAreCommittedForTheCurrentGenerationO
   ShardCommit stage1 = stage0;
   stage1.pipeline_stage = 1;
   stage1.rank = 1;
-  EXPECT_EQ(controller_->LatestCheckpoint(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(id).status().code(), absl::StatusCode::kNotFound);
   ShardCommit wrong = stage0;
   wrong.pipeline_stages = 1;
-  EXPECT_EQ(controller_->CommitCheckpoint(wrong).status().message(),
+  EXPECT_EQ(controller_->lifecycle().CommitCheckpoint(wrong).status().message(),
             "pipeline_stages: job " + id + " has 2 pipeline stages, got 1");
-  ASSERT_FALSE(controller_->CommitCheckpoint(stage0)->completed);
+  ASSERT_FALSE(controller_->lifecycle().CommitCheckpoint(stage0)->completed);
   listener_.Clear();
-  absl::StatusOr<CommitResult> done = controller_->CommitCheckpoint(stage1);
+  absl::StatusOr<CommitResult> done = controller_->lifecycle().CommitCheckpoint(stage1);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_TRUE(done->completed);
   EXPECT_EQ(MustGet(id).last_checkpoint().step(), 100);
-  EXPECT_EQ(controller_->LatestCheckpoint(id)->step(), 100);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(id)->step(), 100);
   ASSERT_EQ(listener_.events().size(), 1u);
   EXPECT_EQ(listener_.events()[0].kind(), v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED);
   EXPECT_EQ(listener_.jobs().back().last_checkpoint().step(), 100);
   // Retention keep=1: the next one prunes it.
   stage0.step = stage1.step = 200;
   stage0.path = stage1.path = "/ckpt/" + id + "/gen-1/step-000000200";
-  ASSERT_TRUE(controller_->CommitCheckpoint(stage0).ok());
-  EXPECT_EQ(controller_->CommitCheckpoint(stage1)->prune_paths,
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(stage0).ok());
+  EXPECT_EQ(controller_->lifecycle().CommitCheckpoint(stage1)->prune_paths,
             std::vector<std::string>{"/ckpt/" + id + "/gen-1/step-000000100"});
 }
 
@@ -367,7 +367,7 @@ TEST_F(JobControllerFailureTest, CoordinatorRestartRecoversEverything) {
   std::string a = AddNode("host-a", 2);
   std::string running = MustSubmit(MakeSpec(1, 2, v1::ResourceSpec::CUDA, 9));
   RunToRunning(running);
-  ASSERT_TRUE(controller_->CommitCheckpoint(Checkpoint(running, 300)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(Checkpoint(running, 300)).ok());
   std::string b = AddNode("host-b", 1);
   std::string starting = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CUDA, 5));
   controller_->ScheduleNow();
@@ -375,7 +375,7 @@ TEST_F(JobControllerFailureTest, CoordinatorRestartRecoversEverything) {
   std::string q1 = MustSubmit(MakeSpec(1, 2));
   std::string q2 = MustSubmit(MakeSpec(1, 1));
   std::string done = MustSubmit(MakeSpec(1, 1));
-  ASSERT_TRUE(controller_->Cancel(done, "").ok());
+  ASSERT_TRUE(controller_->lifecycle().Cancel(done, "").ok());
   const std::vector<v1::JobEvent> running_events = Events(running);
 
   Restart();
@@ -388,7 +388,7 @@ TEST_F(JobControllerFailureTest, CoordinatorRestartRecoversEverything) {
   ASSERT_EQ(events.size(), running_events.size() + 1);
   EXPECT_EQ(events.back().kind(), v1::JOB_EVENT_KIND_RECOVERED);
   EXPECT_EQ(events.back().reason(), "coordinator restarted; generation 1 continues");
-  EXPECT_EQ(controller_->LatestCheckpoint(running)->step(), 300);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint(running)->step(), 300);
   EXPECT_EQ(MustGet(running).placement().ranks_size(), 2);
   // The mid-rendezvous job starts its generation again.
   EXPECT_EQ(State(starting), v1::JOB_STATE_RESTARTING);
@@ -396,14 +396,14 @@ TEST_F(JobControllerFailureTest, CoordinatorRestartRecoversEverything) {
   // Slots of the recovered generations are held: nothing else fits on host-a.
   EXPECT_EQ(nodes_->GetNode(a)->free_gpus(), 0);
   // The running job keeps going: its ranks can still commit and report.
-  EXPECT_FALSE(*controller_->ReportProgress(running, 1, 0, {}));
-  ASSERT_TRUE(controller_->CommitCheckpoint(Checkpoint(running, 400)).ok());
+  EXPECT_FALSE(*controller_->lifecycle().ReportProgress(running, 1, 0, {}));
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(Checkpoint(running, 400)).ok());
   // Workers register again, reporting what survived: host-a's ranks are
   // alive; host-b's rank of the restarted generation is told to stop.
   sessions_.clear();
   AddNode("host-a", 2, 0, {}, {{running, 1, 0}, {running, 1, 1}});
   v1::NodeInfo host_b = testing::MakeNode("host-b", 1);
-  absl::StatusOr<NodeRegistrationResult> rb = controller_->RegisterNode(host_b, {{starting, 1, 0}});
+  absl::StatusOr<NodeRegistrationResult> rb = controller_->reconciler().RegisterNode(host_b, {{starting, 1, 0}});
   ASSERT_TRUE(rb.ok());
   ASSERT_EQ(rb->stop.size(), 1u);
   EXPECT_EQ(rb->stop[0].job_id, starting);

@@ -78,7 +78,7 @@ TEST_F(JobControllerQueuesTest, SubmitResolvesTheQueue) {
 
 TEST_F(JobControllerQueuesTest, AQueueReclaimsItsQuotaByCheckpointFirstPreemption) {
   const auto [a1, a2] = TeamAHoldsBothGpus(/*max_restarts=*/0);
-  ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(a2, 50)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(a2, 50)).ok());
   listener_.Clear();
 
   // Team B submits: the borrower is asked for a checkpoint, and keeps running meanwhile.
@@ -97,7 +97,7 @@ TEST_F(JobControllerQueuesTest, AQueueReclaimsItsQuotaByCheckpointFirstPreemptio
   EXPECT_EQ(State(a1), v1::JOB_STATE_RUNNING);
 
   // Its checkpoint stops it (no state dump), not counted as a restart.
-  ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(a2, 70)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(a2, 70)).ok());
   v1::Job preempted = MustGet(a2);
   EXPECT_EQ(preempted.state(), v1::JOB_STATE_RESTARTING);
   EXPECT_EQ(preempted.reason(), "Preempted");
@@ -126,7 +126,7 @@ TEST_F(JobControllerQueuesTest, AQueueReclaimsItsQuotaByCheckpointFirstPreemptio
 
 TEST_F(JobControllerQueuesTest, APreemptedJobWithoutACheckpointStopsAfterTheGracePeriod) {
   const auto [a1, a2] = TeamAHoldsBothGpus();
-  ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(a2, 20)).ok());
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(a2, 20)).ok());
   const std::string b = MustSubmitAs("bob");
   controller_->Tick();
   ASSERT_EQ(Events(a2).back().kind(), v1::JOB_EVENT_KIND_PREEMPTION_REQUESTED);

@@ -71,7 +71,7 @@ TEST_F(JobControllerTest, SubmitRecordsTheSetAssignments) {
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_EQ(job->submitted().overrides_size(), 2);
   EXPECT_EQ(job->submitted().overrides(1), "labels.team=a");
-  EXPECT_EQ(controller_->GetJob(job->id())->submitted().overrides(0), "optimizer.lr=0.5");
+  EXPECT_EQ(controller_->views().GetJob(job->id())->submitted().overrides(0), "optimizer.lr=0.5");
 }
 
 TEST_F(JobControllerTest, RequestIdMakesSubmitIdempotent) {
@@ -80,17 +80,17 @@ TEST_F(JobControllerTest, RequestIdMakesSubmitIdempotent) {
   std::string c = MustSubmit(MakeSpec(1, 1), "uuid-2");
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
-  EXPECT_EQ(controller_->ListJobs({})->jobs.size(), 2u);
+  EXPECT_EQ(controller_->views().ListJobs({})->jobs.size(), 2u);
 }
 
 TEST_F(JobControllerTest, UnknownJobsAreNotFound) {
-  EXPECT_EQ(controller_->GetJob("j-404").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(controller_->GetJob("j-404").status().message(), "job j-404 not found");
+  EXPECT_EQ(controller_->views().GetJob("j-404").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->views().GetJob("j-404").status().message(), "job j-404 not found");
   EXPECT_EQ(controller_->lifecycle().GetEvents("j-404", 0).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(controller_->Cancel("j-404", "").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(controller_->ListCheckpoints("j-404", true).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(controller_->LatestCheckpoint("j-404").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(controller_->ReportProgress("j-404", 1, 0, {}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().Cancel("j-404", "").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().ListCheckpoints("j-404", true).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().LatestCheckpoint("j-404").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().ReportProgress("j-404", 1, 0, {}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(controller_->views().GetRankProgress("j-404").status().code(), absl::StatusCode::kNotFound);
 }
 
@@ -100,37 +100,37 @@ TEST_F(JobControllerTest, ListJobsNewestFirstFilteredAndPaged) {
     (*spec.mutable_labels())["team"] = i % 2 == 0 ? "vision" : "text";
     MustSubmit(spec);
   }
-  ASSERT_TRUE(controller_->Cancel("j-2", "").ok());
+  ASSERT_TRUE(controller_->lifecycle().Cancel("j-2", "").ok());
   ListJobsQuery q;
   q.page_size = 2;
-  ListJobsPage p1 = *controller_->ListJobs(q);
+  ListJobsPage p1 = *controller_->views().ListJobs(q);
   ASSERT_EQ(p1.jobs.size(), 2u);
   EXPECT_EQ(p1.jobs[0].id(), "j-5");
   EXPECT_EQ(p1.jobs[1].id(), "j-4");
   q.page_token = p1.next_page_token;
-  ListJobsPage p2 = *controller_->ListJobs(q);
+  ListJobsPage p2 = *controller_->views().ListJobs(q);
   EXPECT_EQ(p2.jobs[0].id(), "j-3");
   q.page_token = p2.next_page_token;
-  ListJobsPage p3 = *controller_->ListJobs(q);
+  ListJobsPage p3 = *controller_->views().ListJobs(q);
   ASSERT_EQ(p3.jobs.size(), 1u);
   EXPECT_EQ(p3.jobs[0].id(), "j-1");
   EXPECT_EQ(p3.next_page_token, "");
 
   ListJobsQuery by_label;
   by_label.label_selector["team"] = "text";
-  ListJobsPage text = *controller_->ListJobs(by_label);
+  ListJobsPage text = *controller_->views().ListJobs(by_label);
   ASSERT_EQ(text.jobs.size(), 2u);
   EXPECT_EQ(text.jobs[0].id(), "j-4");
   ListJobsQuery by_state;
   by_state.states = {v1::JOB_STATE_CANCELLED};
-  EXPECT_EQ(controller_->ListJobs(by_state)->jobs.size(), 1u);
+  EXPECT_EQ(controller_->views().ListJobs(by_state)->jobs.size(), 1u);
 
   ListJobsQuery bad;
   bad.page_size = 1001;
-  EXPECT_EQ(controller_->ListJobs(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(controller_->views().ListJobs(bad).status().code(), absl::StatusCode::kInvalidArgument);
   bad.page_size = 0;
   bad.page_token = "garbage";
-  EXPECT_EQ(controller_->ListJobs(bad).status().message(), "page_token: not a token ListJobs returned");
+  EXPECT_EQ(controller_->views().ListJobs(bad).status().message(), "page_token: not a token ListJobs returned");
 }
 
 // Queue -> placed -> starting -> running -> succeeded, with everything a
@@ -181,9 +181,9 @@ TEST_F(JobControllerTest, HappyPathFromSubmitToSucceeded) {
   v1::StepMetrics m;
   m.set_step(42);
   m.set_loss(1.5);
-  EXPECT_EQ(*controller_->ReportProgress(id, 1, 0, m), false);
+  EXPECT_EQ(*controller_->lifecycle().ReportProgress(id, 1, 0, m), false);
   m.set_step(41);
-  EXPECT_EQ(*controller_->ReportProgress(id, 1, 3, m), false);
+  EXPECT_EQ(*controller_->lifecycle().ReportProgress(id, 1, 3, m), false);
   EXPECT_EQ(MustGet(id).progress().step(), 42);
   EXPECT_EQ(controller_->views().GetRankProgress(id)->at(3).step(), 41);
 
@@ -211,7 +211,7 @@ TEST_F(JobControllerTest, FirstProgressReportMakesAStartingJobRunning) {
   ASSERT_EQ(State(id), v1::JOB_STATE_STARTING);
   v1::StepMetrics m;
   m.set_step(10);
-  EXPECT_EQ(*controller_->ReportProgress(id, 1, 0, m), false);
+  EXPECT_EQ(*controller_->lifecycle().ReportProgress(id, 1, 0, m), false);
   EXPECT_EQ(State(id), v1::JOB_STATE_RUNNING);
   // The single rank checked in through its progress: passing the
   // rendezvous deadline fails nothing.
@@ -330,7 +330,7 @@ TEST_F(JobControllerTest, CancelFromEachState) {
     c.drive(id);
     ASSERT_EQ(State(id), c.before);
     listener_.Clear();
-    absl::StatusOr<CancelResult> r = controller_->Cancel(id, "wrong lr");
+    absl::StatusOr<CancelResult> r = controller_->lifecycle().Cancel(id, "wrong lr");
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->job.state(), v1::JOB_STATE_CANCELLED);
     EXPECT_EQ(r->job.reason(), "Cancelled");
@@ -355,12 +355,12 @@ TEST_F(JobControllerTest, CancelFromEachState) {
     }
     EXPECT_EQ(nodes_->GetNode(node)->free_gpus(), 8);
     // Cancelling again changes nothing.
-    absl::StatusOr<CancelResult> again = controller_->Cancel(id, "again");
+    absl::StatusOr<CancelResult> again = controller_->lifecycle().Cancel(id, "again");
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->job.message(), "cancelled: wrong lr");
     EXPECT_TRUE(again->stop.empty());
     // Later reports for it are ignored.
-    EXPECT_EQ(*controller_->ReportProgress(id, r->job.generation(), 0, {}), true);
+    EXPECT_EQ(*controller_->lifecycle().ReportProgress(id, r->job.generation(), 0, {}), true);
     EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLED);
   }
 }
@@ -372,11 +372,11 @@ TEST_F(JobControllerTest, TerminalJobsStayTerminal) {
   ExitAll(id, 0);
   ASSERT_EQ(State(id), v1::JOB_STATE_SUCCEEDED);
   const size_t events = Events(id).size();
-  absl::StatusOr<CancelResult> r = controller_->Cancel(id, "late");
+  absl::StatusOr<CancelResult> r = controller_->lifecycle().Cancel(id, "late");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->job.state(), v1::JOB_STATE_SUCCEEDED);
   Exit(id, 0, 1, "late crash", false, 1);
-  EXPECT_EQ(*controller_->ReportProgress(id, 1, 0, {}), true);
+  EXPECT_EQ(*controller_->lifecycle().ReportProgress(id, 1, 0, {}), true);
   controller_->Tick();
   EXPECT_EQ(State(id), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(Events(id).size(), events);

@@ -26,7 +26,7 @@ TEST_F(JobLifecycleBoundsTest, ThousandsOfCommitsKeepABoundedTimeline) {
   RunToRunning(job);
   constexpr int kCommits = 10000;
   for (int step = 1; step <= kCommits; ++step) {
-    ASSERT_TRUE(controller_->CommitCheckpoint(CheckpointCommit(job, step)).ok()) << step;
+    ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(CheckpointCommit(job, step)).ok()) << step;
   }
   const std::vector<v1::JobEvent> events = Events(job);
   EXPECT_LE(events.size(), 40u);
@@ -42,7 +42,7 @@ TEST_F(JobLifecycleBoundsTest, ThousandsOfCommitsKeepABoundedTimeline) {
   // GetJob's pages: the newest first, then older ones by token, each bounded.
   EventPageQuery query;
   query.max_events = 10;
-  absl::StatusOr<EventPage> page = controller_->GetEventPage(job, query);
+  absl::StatusOr<EventPage> page = controller_->lifecycle().GetEventPage(job, query);
   ASSERT_TRUE(page.ok()) << page.status();
   ASSERT_EQ(page->events.size(), 10u);
   EXPECT_TRUE(page->more);
@@ -50,22 +50,22 @@ TEST_F(JobLifecycleBoundsTest, ThousandsOfCommitsKeepABoundedTimeline) {
   std::vector<v1::JobEvent> walked = page->events;
   while (page->more) {
     query.before_sequence = page->events.front().sequence();
-    page = controller_->GetEventPage(job, query);
+    page = controller_->lifecycle().GetEventPage(job, query);
     ASSERT_TRUE(page.ok());
     walked.insert(walked.begin(), page->events.begin(), page->events.end());
   }
   ASSERT_EQ(walked.size(), events.size());
   for (size_t i = 0; i < walked.size(); ++i) EXPECT_EQ(walked[i].sequence(), events[i].sequence());
-  EXPECT_EQ(controller_->GetEventPage("j-404", query).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().GetEventPage("j-404", query).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(JobLifecycleBoundsTest, ACancelReasonIsBounded) {
   const std::string job = MustSubmit(MakeSpec(1, 1, v1::ResourceSpec::CPU));
-  absl::StatusOr<CancelResult> refused = controller_->Cancel(job, std::string(1025, 'r'));
+  absl::StatusOr<CancelResult> refused = controller_->lifecycle().Cancel(job, std::string(1025, 'r'));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.status().message(), "reason: at most 1024 bytes, got 1025");
   EXPECT_EQ(State(job), v1::JOB_STATE_QUEUED);
-  EXPECT_TRUE(controller_->Cancel(job, std::string(1024, 'r')).ok());
+  EXPECT_TRUE(controller_->lifecycle().Cancel(job, std::string(1024, 'r')).ok());
   EXPECT_EQ(State(job), v1::JOB_STATE_CANCELLED);
 }
 
@@ -83,7 +83,7 @@ TEST_F(JobLifecycleBoundsTest, AReportIsCutBeforeItIsRecorded) {
   failure.generation = MustGet(job).generation();
   failure.error = std::string(1 << 20, 'e');
   failure.unrecoverable = true;
-  ASSERT_TRUE(controller_->ReportStartFailure(failure).ok());
+  ASSERT_TRUE(controller_->lifecycle().ReportStartFailure(failure).ok());
   const v1::Job after = MustGet(job);
   EXPECT_EQ(after.state(), v1::JOB_STATE_FAILED);
   EXPECT_LE(after.message().size(), kMaxJobTextBytes);

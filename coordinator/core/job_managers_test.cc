@@ -84,20 +84,21 @@ TEST_F(JobManagersTest, AJobsTransitionHoldsOnlyThatJobsLock) {
   RunToRunning(b);
 
   blocking_.Arm(a);
-  auto cancel = std::async(std::launch::async, [&] { return controller_->Cancel(a, "test").status(); });
+  auto cancel = std::async(std::launch::async, [&] { return controller_->lifecycle().Cancel(a, "test").status(); });
   ASSERT_TRUE(blocking_.WaitBlocked()) << "the cancel never reached its announcement";
 
   // Job a is mid-transition, its lock held. Everything else goes on.
-  auto get_a = std::async(std::launch::async, [&] { return controller_->GetJob(a); });
-  auto get_b = std::async(std::launch::async, [&] { return controller_->GetJob(b); });
-  auto list = std::async(std::launch::async, [&] { return controller_->ListJobs({}); });
+  auto get_a = std::async(std::launch::async, [&] { return controller_->views().GetJob(a); });
+  auto get_b = std::async(std::launch::async, [&] { return controller_->views().GetJob(b); });
+  auto list = std::async(std::launch::async, [&] { return controller_->views().ListJobs({}); });
   auto progress_a = std::async(std::launch::async, [&] { return controller_->views().GetRankProgress(a).status(); });
   v1::StepMetrics step;
   step.set_step(7);
-  auto report_b = std::async(std::launch::async, [&] { return controller_->ReportProgress(b, 1, 0, step); });
+  auto report_b =
+      std::async(std::launch::async, [&] { return controller_->lifecycle().ReportProgress(b, 1, 0, step); });
   auto submit = std::async(std::launch::async, [&] { return controller_->Submit(MakeSpec(1, 1), {}); });
   auto register_node = std::async(std::launch::async, [&] {
-    return controller_->RegisterNode(testing::MakeNode("h3", 2, 0, {}), {}).status();
+    return controller_->reconciler().RegisterNode(testing::MakeNode("h3", 2, 0, {}), {}).status();
   });
   auto events_b = std::async(std::launch::async, [&] { return controller_->lifecycle().GetEvents(b, 0).status(); });
 
@@ -138,7 +139,7 @@ class CancelOnPlaced : public JobListener {
   void OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>&) override {
     if (done_ || job.id() != trigger_ || job.state() != v1::JOB_STATE_PLACED) return;
     done_ = true;
-    cancelled_ = (*controller_)->Cancel(victim_, "cancelled during the pass").status();
+    cancelled_ = (*controller_)->lifecycle().Cancel(victim_, "cancelled during the pass").status();
   }
   void OnStartRanks(const StartOrder&) override {}
   void OnStopRanks(const StopOrder&) override {}
@@ -181,7 +182,7 @@ TEST_F(JobManagersTest, ANodeBackFromLostHoldsTheSlotsOfRanksItStillRunsBeforeAn
   // generation 1 still running. Their GPUs are held from the registration
   // on, and they are told to stop.
   absl::StatusOr<NodeRegistrationResult> back =
-      controller_->RegisterNode(testing::MakeNode("h1", 2), {{job, 1, 0}, {job, 1, 1}});
+      controller_->reconciler().RegisterNode(testing::MakeNode("h1", 2), {{job, 1, 0}, {job, 1, 1}});
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->stop.size(), 2u);
   EXPECT_EQ(nodes_->SlotsOn(node).size(), 2u);
@@ -200,7 +201,7 @@ TEST_F(JobControllerFixture, RetentionDeletesFinishedJobsByAgeAndCount) {
   std::vector<std::string> ended;
   for (int i = 0; i < 4; ++i) {  // ended 40, 30, 20 and 10 hours ago
     ended.push_back(MustSubmit(MakeSpec(1, 1)));
-    ASSERT_TRUE(controller_->Cancel(ended.back(), "done").ok());
+    ASSERT_TRUE(controller_->lifecycle().Cancel(ended.back(), "done").ok());
     clock_.Advance(absl::Hours(10));
   }
   const std::string running = MustSubmit(MakeSpec(1, 1));
@@ -209,27 +210,27 @@ TEST_F(JobControllerFixture, RetentionDeletesFinishedJobsByAgeAndCount) {
   const absl::Time now = clock_.Now() - absl::Hours(1000);
 
   // Nothing past the limits: nothing removed.
-  auto none = controller_->ExpireFinishedJobs(now, {absl::Hours(100), 10});
+  auto none = controller_->lifecycle().ExpireFinished(now, {absl::Hours(100), 10});
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(none->empty());
   // Older than 25 hours: the first two; beyond the newest one: the third too.
-  auto expired = controller_->ExpireFinishedJobs(now, {absl::Hours(25), 1});
+  auto expired = controller_->lifecycle().ExpireFinished(now, {absl::Hours(25), 1});
   ASSERT_TRUE(expired.ok()) << expired.status();
   std::sort(expired->begin(), expired->end());
   EXPECT_EQ(*expired, (std::vector<std::string>{ended[0], ended[1], ended[2]}));
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(controller_->GetJob(ended[i]).status().code(), absl::StatusCode::kNotFound) << ended[i];
+    EXPECT_EQ(controller_->views().GetJob(ended[i]).status().code(), absl::StatusCode::kNotFound) << ended[i];
   }
-  EXPECT_TRUE(controller_->GetJob(ended[3]).ok());
-  EXPECT_TRUE(controller_->GetJob(running).ok());
-  auto page = controller_->ListJobs(ListJobsQuery{});
+  EXPECT_TRUE(controller_->views().GetJob(ended[3]).ok());
+  EXPECT_TRUE(controller_->views().GetJob(running).ok());
+  auto page = controller_->views().ListJobs(ListJobsQuery{});
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->jobs.size(), 2u);
 
   // Gone from the store too: a restarted coordinator does not bring them back.
   Restart();
-  for (int i = 0; i < 3; ++i) EXPECT_FALSE(controller_->GetJob(ended[i]).ok()) << ended[i];
-  EXPECT_TRUE(controller_->GetJob(ended[3]).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(controller_->views().GetJob(ended[i]).ok()) << ended[i];
+  EXPECT_TRUE(controller_->views().GetJob(ended[3]).ok());
   EXPECT_TRUE(controller_->lifecycle().GetEvents(ended[3], 0).ok());
   auto events = store_->LoadEvents(ended[0], 0);
   ASSERT_TRUE(events.ok());

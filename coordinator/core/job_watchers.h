@@ -6,7 +6,7 @@
 // callbacks run under the job's lock, so a JobWatcher must only
 // record the change and return (queue the work, never call gRPC there).
 //
-// Subscribe inside JobController::SnapshotJob's callback to receive exactly
+// Subscribe inside JobLifecycle::SnapshotJob's callback to receive exactly
 // the changes after the snapshot.
 //
 // Thread-safe. Lock order: JobController -> JobWatchers -> a watcher's own

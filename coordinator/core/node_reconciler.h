@@ -41,6 +41,14 @@ class NodeReconciler {
   absl::StatusOr<NodeRegistrationResult> RegisterNode(const v1::NodeInfo& node,
                                                       const std::vector<RunningRank>& running,
                                                       bool worker_drains = false, const NodeProof* proof = nullptr);
+  // What should run on a node now: a start order per current generation
+  // placed there (sent when a worker's session opens; workers treat a start
+  // order for ranks already running as done). `at_snapshot` is called with
+  // the orders while every job's lock is held (listener rules apply), so
+  // that a session attached inside it receives every later order after
+  // these: a stop order of a generation can never be overtaken by that
+  // generation's start order, and no start order is lost between the
+  // snapshot and the attach.
   void AssignmentsForNode(const std::string& node_id,
                           const std::function<void(const std::vector<StartOrder>&)>& at_snapshot) const;
   void HandleLostNodes();

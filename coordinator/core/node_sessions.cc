@@ -16,7 +16,7 @@ NodeSessions::NodeSessions(const JobController* controller, const NodeRegistry* 
 absl::Status NodeSessions::Attach(const std::string& node_id, int64_t session_id, SessionSink* sink) {
   RETURN_IF_ERROR(nodes_->CheckSession(node_id, session_id));
   absl::Status status;
-  controller_->AssignmentsForNode(node_id, [&](const std::vector<StartOrder>& orders) {
+  controller_->reconciler().AssignmentsForNode(node_id, [&](const std::vector<StartOrder>& orders) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) {
       status = absl::UnavailableError("the coordinator is shutting down");

@@ -7,7 +7,7 @@
 // (under the job's lock, in order).
 //
 //   - Attach (the session's `open`): checks the session id, then, in one
-//     step with JobController::AssignmentsForNode, makes the sink the node's
+//     step with NodeReconciler::AssignmentsForNode, makes the sink the node's
 //     session (closing the one it supersedes), hands it the stop orders kept
 //     for the node and then a StartRanks per current assignment. No order can
 //     slip between the two or overtake them.

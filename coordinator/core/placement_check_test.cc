@@ -1,7 +1,7 @@
-// JobController::CheckPlacedOn: a node acts only for the ranks placed on it,
+// JobLifecycle::CheckPlacedOn: a node acts only for the ranks placed on it,
 // in the generation a call names: the current one (in memory), an older one
 // (from the store, also after a coordinator restart); never for a
-// generation that does not exist. JobController::CheckHostsJob: what a node
+// generation that does not exist. JobLifecycle::CheckHostsJob: what a node
 // may read of a job, only while its current generation has a rank there.
 #include <string>
 
@@ -29,7 +29,7 @@ class PlacementCheckTest : public testing::JobControllerFixture {
   }
 
   absl::StatusCode Check(const std::string& node, int64_t generation, std::vector<int32_t> ranks) {
-    return controller_->CheckPlacedOn(node, job_, generation, ranks).code();
+    return controller_->lifecycle().CheckPlacedOn(node, job_, generation, ranks).code();
   }
 
   std::string a_, b_, c_, job_;
@@ -46,13 +46,13 @@ TEST_F(PlacementCheckTest, TheCurrentGenerationsRanksBelongToTheirNodes) {
   EXPECT_EQ(Check(a_, 1, {2}), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(Check(a_, 0, {0}), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(Check(a_, 2, {0}), absl::StatusCode::kPermissionDenied) << "a generation not placed yet";
-  absl::Status s = controller_->CheckPlacedOn(c_, job_, 1, {0});
+  absl::Status s = controller_->lifecycle().CheckPlacedOn(c_, job_, 1, {0});
   EXPECT_EQ(s.message(), "node " + c_ + " has no rank 0 of job " + job_ +
                              " (generation 1): a node acts only for the ranks placed on it");
-  s = controller_->CheckPlacedOn(c_, job_, 1, {});
+  s = controller_->lifecycle().CheckPlacedOn(c_, job_, 1, {});
   EXPECT_EQ(s.message(), "node " + c_ + " has no rank of job " + job_ +
                              " (generation 1): a node acts only for the ranks placed on it");
-  EXPECT_EQ(controller_->CheckPlacedOn(a_, "j-404", 1, {0}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().CheckPlacedOn(a_, "j-404", 1, {0}).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(PlacementCheckTest, AnOlderGenerationStillBelongsToTheNodesItWasPlacedOn) {
@@ -73,17 +73,17 @@ TEST_F(PlacementCheckTest, AnOlderGenerationStillBelongsToTheNodesItWasPlacedOn)
 // What a node may read of a job (GetLatestCheckpoint): only while some rank
 // of the job's current generation is placed on it.
 TEST_F(PlacementCheckTest, OnlyTheNodesOfTheCurrentGenerationHostTheJob) {
-  EXPECT_TRUE(controller_->CheckHostsJob(a_, job_).ok());
-  EXPECT_TRUE(controller_->CheckHostsJob(b_, job_).ok());
-  absl::Status s = controller_->CheckHostsJob(c_, job_);
+  EXPECT_TRUE(controller_->lifecycle().CheckHostsJob(a_, job_).ok());
+  EXPECT_TRUE(controller_->lifecycle().CheckHostsJob(b_, job_).ok());
+  absl::Status s = controller_->lifecycle().CheckHostsJob(c_, job_);
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(s.message(), "node " + c_ + " has no rank of job " + job_ +
                              " (generation 1): a node acts only for the ranks placed on it");
-  EXPECT_EQ(controller_->CheckHostsJob(a_, "j-404").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(controller_->lifecycle().CheckHostsJob(a_, "j-404").code(), absl::StatusCode::kNotFound);
   const std::string queued = MustSubmit(testing::MakeSpec(2, 1, v1::ResourceSpec::CPU));  // a and b are full
   controller_->ScheduleNow();
   ASSERT_EQ(MustGet(queued).state(), v1::JOB_STATE_QUEUED);
-  EXPECT_EQ(controller_->CheckHostsJob(a_, queued).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(controller_->lifecycle().CheckHostsJob(a_, queued).code(), absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ CheckpointService::CheckpointService(JobController* controller, const NodeRegist
 absl::Status CheckpointService::CheckCaller(const grpc::CallbackServerContext& context, const std::string& job_id,
                                             int64_t generation, int32_t rank) const {
   ASSIGN_OR_RETURN(std::string node, CallingNode(context, *nodes_));
-  return controller_->CheckPlacedOn(node, job_id, generation, {rank});
+  return controller_->lifecycle().CheckPlacedOn(node, job_id, generation, {rank});
 }
 
 grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext* context,
@@ -35,7 +35,7 @@ grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext*
   commit.whole_model = request->whole_model();
   commit.files.assign(request->files().begin(), request->files().end());
   return FinishOnExecutor(context, executor_, [this, response, commit = std::move(commit)] {
-    absl::StatusOr<CommitResult> result = controller_->CommitCheckpoint(commit);
+    absl::StatusOr<CommitResult> result = controller_->lifecycle().CommitCheckpoint(commit);
     if (!result.ok()) return result.status();
     *response->mutable_checkpoint() = std::move(result->checkpoint);
     for (std::string& path : result->prune_paths) response->add_prune_paths(std::move(path));
@@ -50,8 +50,9 @@ grpc::ServerUnaryReactor* CheckpointService::GetLatestCheckpoint(grpc::CallbackS
   // A read, but of a job's paths and checksums: only a node its current generation is placed on.
   absl::StatusOr<std::string> node = CallingNode(*context, *nodes_);
   if (!node.ok()) return Reply(context, node.status());
-  if (absl::Status s = controller_->CheckHostsJob(*node, request->job_id()); !s.ok()) return Reply(context, s);
-  absl::StatusOr<v1::CheckpointInfo> latest = controller_->LatestCheckpoint(request->job_id());
+  if (absl::Status s = controller_->lifecycle().CheckHostsJob(*node, request->job_id()); !s.ok())
+    return Reply(context, s);
+  absl::StatusOr<v1::CheckpointInfo> latest = controller_->lifecycle().LatestCheckpoint(request->job_id());
   if (!latest.ok()) return Reply(context, latest.status());
   *response->mutable_checkpoint() = *std::move(latest);
   return Reply(context, absl::OkStatus());
@@ -71,8 +72,9 @@ grpc::ServerUnaryReactor* CheckpointService::ReportDamaged(grpc::CallbackServerC
   report.checkpoint_generation = request->checkpoint_generation();
   report.checkpoint_step = request->checkpoint_step();
   report.reason = request->reason();
-  return FinishOnExecutor(context, executor_,
-                          [this, report = std::move(report)] { return controller_->ReportDamagedCheckpoint(report); });
+  return FinishOnExecutor(context, executor_, [this, report = std::move(report)] {
+    return controller_->lifecycle().ReportDamagedCheckpoint(report);
+  });
 }
 
 }  // namespace ringmaster::coordinator

@@ -2,7 +2,7 @@
 #define RINGMASTER_COORDINATOR_CHECKPOINT_SERVICE_H_
 
 // CheckpointService: the gRPC adapter of ringmaster.v1.CheckpointService
-// over JobController::CommitCheckpoint / LatestCheckpoint /
+// over JobLifecycle::CommitCheckpoint / LatestCheckpoint /
 // ReportDamagedCheckpoint. Unary handlers; Commit and ReportDamaged write
 // the store, so they do it on the executor and finish from there
 // (finish_on_executor.h); GetLatestCheckpoint reads, inline. Fencing
@@ -12,7 +12,7 @@
 // ReportDamaged only for a rank placed on that node in that generation
 // (PERMISSION_DENIED otherwise, checked before anything else; node_identity.h);
 // GetLatestCheckpoint only for a job whose current generation has a rank
-// there (JobController::CheckHostsJob).
+// there (JobLifecycle::CheckHostsJob).
 // Owns no state; thread-safe.
 
 #include "coordinator/core/executor.h"

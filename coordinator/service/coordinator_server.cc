@@ -176,7 +176,7 @@ absl::Status CoordinatorServer::Build() {
   options.on_schedule_pass = [metrics = metrics_.get()](absl::Duration d) { metrics->ObserveSchedulingPass(d); };
   controller_ = std::make_unique<JobController>(clock_, store_.get(), nodes_.get(), checkpoints_.get(),
                                                 rendezvous_.get(), options);
-  rendezvous_->SetListener(controller_.get());
+  rendezvous_->SetListener(&controller_->lifecycle());
   accounting_ = std::make_unique<Accounting>(clock_, store_.get());
 
   LogStoreOptions log_options;
@@ -199,7 +199,7 @@ absl::Status CoordinatorServer::Build() {
   ListJobsQuery query;
   query.page_size = 1000;
   do {
-    ASSIGN_OR_RETURN(ListJobsPage page, controller_->ListJobs(query));
+    ASSIGN_OR_RETURN(ListJobsPage page, controller_->views().ListJobs(query));
     for (const v1::JobSummary& summary : page.jobs) {  // what the metrics' seed reads of a job
       v1::Job& job = jobs.emplace_back();
       job.set_id(summary.id());
@@ -458,7 +458,8 @@ void CoordinatorServer::Tick() {
   RefreshUsageMetrics(now);
   if (now < next_retention_) return;
   next_retention_ = now + config_.retention_interval;
-  absl::StatusOr<std::vector<std::string>> expired = controller_->ExpireFinishedJobs(now, config_.job_retention);
+  absl::StatusOr<std::vector<std::string>> expired =
+      controller_->lifecycle().ExpireFinished(now, config_.job_retention);
   if (!expired.ok()) {
     spdlog::warn("job retention: {}", expired.status().ToString());
     return;

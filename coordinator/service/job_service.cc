@@ -127,13 +127,13 @@ grpc::ServerUnaryReactor* JobService::GetJob(grpc::CallbackServerContext* contex
   if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
   absl::StatusOr<EventPageQuery> query = EventsPageQuery(*request);
   if (!query.ok()) return Reply(context, query.status());
-  absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());
+  absl::StatusOr<v1::Job> job = controller_->views().GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
   if (absl::Status s = CanRead(CallerOf(*context), *job); !s.ok()) return Reply(context, s);
   *response->mutable_job() = *std::move(job);
   AbridgeJob(response->mutable_job());  // only a job stored before the spec's limits
   if (request->include_events()) {
-    absl::StatusOr<EventPage> page = controller_->GetEventPage(request->job_id(), *query);
+    absl::StatusOr<EventPage> page = controller_->lifecycle().GetEventPage(request->job_id(), *query);
     if (!page.ok()) return Reply(context, page.status());
     for (v1::JobEvent& e : page->events) *response->add_events() = std::move(e);
     if (page->more) response->set_events_next_page_token(absl::StrCat(response->events(0).sequence()));
@@ -187,7 +187,7 @@ grpc::ServerUnaryReactor* JobService::ListJobs(grpc::CallbackServerContext* cont
   query.label_selector.insert(request->label_selector().begin(), request->label_selector().end());
   query.page_size = request->page_size();
   query.page_token = request->page_token();
-  absl::StatusOr<ListJobsPage> page = controller_->ListJobs(query);
+  absl::StatusOr<ListJobsPage> page = controller_->views().ListJobs(query);
   if (!page.ok()) return Reply(context, page.status());
   const Caller caller = CallerOf(*context);
   const std::shared_ptr<const QueueConfig> queues = controller_->queues().config();
@@ -204,10 +204,10 @@ grpc::ServerUnaryReactor* JobService::CancelJob(grpc::CallbackServerContext* con
                                                 const v1::CancelJobRequest* request, v1::CancelJobResponse* response) {
   if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
   return FinishOnExecutor(context, executor_, [this, request, response, caller = CallerOf(*context)] {
-    absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());  // the owner never changes
+    absl::StatusOr<v1::Job> job = controller_->views().GetJob(request->job_id());  // the owner never changes
     if (!job.ok()) return job.status();
     if (absl::Status s = AuthorizeCancel(caller, job->owner(), job->id()); !s.ok()) return s;
-    absl::StatusOr<CancelResult> result = controller_->Cancel(request->job_id(), request->reason());
+    absl::StatusOr<CancelResult> result = controller_->lifecycle().Cancel(request->job_id(), request->reason());
     if (!result.ok()) return result.status();
     *response->mutable_job() = std::move(result->job);
     AbridgeJob(response->mutable_job());
@@ -305,11 +305,11 @@ grpc::ServerUnaryReactor* JobService::ListCheckpoints(grpc::CallbackServerContex
                                                       const v1::ListCheckpointsRequest* request,
                                                       v1::ListCheckpointsResponse* response) {
   if (absl::Status s = RequireJobId(request->job_id()); !s.ok()) return Reply(context, s);
-  absl::StatusOr<v1::Job> job = controller_->GetJob(request->job_id());
+  absl::StatusOr<v1::Job> job = controller_->views().GetJob(request->job_id());
   if (!job.ok()) return Reply(context, job.status());
   if (absl::Status s = CanRead(CallerOf(*context), *job); !s.ok()) return Reply(context, s);
   absl::StatusOr<std::vector<v1::CheckpointInfo>> checkpoints =
-      controller_->ListCheckpoints(request->job_id(), request->include_incomplete());
+      controller_->lifecycle().ListCheckpoints(request->job_id(), request->include_incomplete());
   if (!checkpoints.ok()) return Reply(context, checkpoints.status());
   for (v1::CheckpointInfo& c : *checkpoints) *response->add_checkpoints() = std::move(c);
   return Reply(context, absl::OkStatus());

@@ -8,7 +8,7 @@
 // RegisterNodeResponse.credential) and, over TLS, the identity of the client
 // certificate, as NodeRegistry::AuthenticateNode maps them to a node id. The
 // handlers then check that what the call is about (a rank of a generation of
-// a job) was placed on that node (JobController::CheckPlacedOn).
+// a job) was placed on that node (JobLifecycle::CheckPlacedOn).
 //
 // Thread-safe (no state).
 

@@ -44,7 +44,7 @@ absl::Status NodeService::RegisterNow(const v1::RegisterNodeRequest& request, co
     running.push_back({r.job_id(), r.generation(), r.global_rank()});
   }
   absl::StatusOr<NodeRegistrationResult> result =
-      controller_->RegisterNode(request.node(), running, request.drain(), &proof);
+      controller_->reconciler().RegisterNode(request.node(), running, request.drain(), &proof);
   if (!result.ok()) return result.status();
   const NodeRegistration& registration = result->registration;
   response->set_node_id(registration.node_id);
@@ -71,7 +71,7 @@ grpc::ServerUnaryReactor* NodeService::ReportRankExit(grpc::CallbackServerContex
   if (!node.ok()) return Reply(context, node.status());
   if (absl::Status s = CheckNamedNode(*node, request->node_id(), "node_id"); !s.ok()) return Reply(context, s);
   // A job no longer known: the core only releases the caller's own slot.
-  if (absl::Status s = controller_->CheckPlacedOn(*node, request->job_id(), request->generation(),
+  if (absl::Status s = controller_->lifecycle().CheckPlacedOn(*node, request->job_id(), request->generation(),
                                                   {request->global_rank()});
       !s.ok() && s.code() != absl::StatusCode::kNotFound) {
     return Reply(context, s);
@@ -86,7 +86,7 @@ grpc::ServerUnaryReactor* NodeService::ReportRankExit(grpc::CallbackServerContex
   exit.stopped_by_worker = request->stopped_by_worker();
   exit.stderr_tail = request->stderr_tail().substr(0, 4096);
   return FinishOnExecutor(context, executor_, [this, exit = std::move(exit)] {
-    absl::Status status = controller_->ReportRankExit(exit);
+    absl::Status status = controller_->lifecycle().ReportRankExit(exit);
     if (status.ok() && poke_) poke_();
     return status;
   });
@@ -101,7 +101,7 @@ grpc::ServerReadReactor<v1::LogChunk>* NodeService::PushLogs(grpc::CallbackServe
   if (node.ok()) {
     authorize = [controller = controller_, node_id = *node](const std::string& job_id, int64_t generation,
                                                             int32_t rank) {
-      return controller->CheckPlacedOn(node_id, job_id, generation, {rank});
+      return controller->lifecycle().CheckPlacedOn(node_id, job_id, generation, {rank});
     };
   }
   auto* reactor = new PushLogsReactor(logs_, executor_, log_counter_, std::move(peer), std::move(authorize),

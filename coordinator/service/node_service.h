@@ -7,12 +7,12 @@
 //   Register: unary, on a thread of its own pool (it waits for the store's
 //     fsync, which must not hold a gRPC thread: a burst of registrations
 //     then shares transactions, see NodeStoreWriter):
-//     JobController::RegisterNode; answers the node id, a new session id,
+//     NodeReconciler::RegisterNode; answers the node id, a new session id,
 //     the lease and heartbeat interval, and stop orders for reported ranks
 //     whose generation is over. Pokes the scheduler (new capacity).
 //   Session: a SessionReactor (session_reactor.h has the protocol).
 //   ReportRankExit: unary, on the executor (it writes the store;
-//     finish_on_executor.h): JobController::ReportRankExit. Pokes the
+//     finish_on_executor.h): JobLifecycle::ReportRankExit. Pokes the
 //     scheduler (slots were freed).
 //   PushLogs: a PushLogsReactor into the LogStore; the open ones are kept
 //     so that CloseStreams can end them at shutdown.

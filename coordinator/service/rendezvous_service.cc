@@ -44,7 +44,7 @@ absl::StatusOr<RendezvousScope> RendezvousService::Scope(const grpc::CallbackSer
   }
   RendezvousScope out{scope.job_id(), scope.generation(), scope.rank(), scope.secret()};
   RETURN_IF_ERROR(rendezvous_->CheckSecret(out));
-  RETURN_IF_ERROR(controller_->CheckPlacedOn(node, scope.job_id(), scope.generation(), {scope.rank()}));
+  RETURN_IF_ERROR(controller_->lifecycle().CheckPlacedOn(node, scope.job_id(), scope.generation(), {scope.rank()}));
   return out;
 }
 

@@ -135,14 +135,14 @@ absl::Status SessionReactor::HandleHeartbeat() {
 absl::Status SessionReactor::HandleStartResult(const v1::StartRanksResult& result) {
   if (result.error().empty()) return absl::OkStatus();
   // The generation (and every rank said to have started) must be placed here.
-  absl::Status placed =
-      controller_->CheckPlacedOn(node_id_, result.job_id(), result.generation(),
-                                 std::vector<int32_t>(result.started_ranks().begin(), result.started_ranks().end()));
+  absl::Status placed = controller_->lifecycle().CheckPlacedOn(
+      node_id_, result.job_id(), result.generation(),
+      std::vector<int32_t>(result.started_ranks().begin(), result.started_ranks().end()));
   if (placed.code() == absl::StatusCode::kNotFound) return absl::OkStatus();  // a job no longer known: nothing to fail
   RETURN_IF_ERROR(placed);
   spdlog::warn("node {}: job {} generation {}: not every rank started: {}", node_id_, result.job_id(),
                result.generation(), result.error());
-  absl::Status s = controller_->ReportStartFailure(
+  absl::Status s = controller_->lifecycle().ReportStartFailure(
       {node_id_, result.job_id(), result.generation(), result.error(), result.unrecoverable(),
        std::vector<int32_t>(result.started_ranks().begin(), result.started_ranks().end())});
   if (!s.ok()) spdlog::error("node {}: start failure of job {} not applied: {}", node_id_, result.job_id(), s.ToString());
@@ -162,12 +162,13 @@ void SessionReactor::HandleDrain(const v1::DrainRequest& drain) {
 
 absl::Status SessionReactor::HandleProgress(const v1::RankProgress& progress) {
   // A rank of a job no longer known is told to stop (NOT_FOUND below).
-  absl::Status placed =
-      controller_->CheckPlacedOn(node_id_, progress.job_id(), progress.generation(), {progress.global_rank()});
+  absl::Status placed = controller_->lifecycle().CheckPlacedOn(node_id_, progress.job_id(), progress.generation(),
+                                                               {progress.global_rank()});
   if (placed.code() != absl::StatusCode::kNotFound) RETURN_IF_ERROR(placed);
-  absl::StatusOr<bool> over = placed.ok() ? controller_->ReportProgress(progress.job_id(), progress.generation(),
-                                                                        progress.global_rank(), progress.metrics())
-                                          : absl::StatusOr<bool>(placed);
+  absl::StatusOr<bool> over = placed.ok()
+                                  ? controller_->lifecycle().ReportProgress(progress.job_id(), progress.generation(),
+                                                                            progress.global_rank(), progress.metrics())
+                                  : absl::StatusOr<bool>(placed);
   std::string reason;
   if (over.ok() && *over) {
     reason = absl::StrCat("generation ", progress.generation(), " of job ", progress.job_id(), " is over");

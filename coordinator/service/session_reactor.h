@@ -16,15 +16,15 @@
 //             Heartbeat); answered with a LeaseGrant{expiry}. A heartbeat the
 //             registry refuses (LOST node, superseded session) ends the stream
 //             with that error.
-//   worker -> progress                    JobController::ReportProgress; a
+//   worker -> progress                    JobLifecycle::ReportProgress; a
 //             report from a generation that is over is answered with a
 //             StopRanks for that rank.
 //   worker -> start_result                an error fails the generation
-//             (JobController::ReportStartFailure; FAILED at once when the
+//             (JobLifecycle::ReportStartFailure; FAILED at once when the
 //             worker says no restart can fix it).
 //   A progress report or start result about a rank (a generation) not
 //   placed on the node ends the stream with PERMISSION_DENIED; nothing of the
-//   job changes (JobController::CheckPlacedOn).
+//   job changes (JobLifecycle::CheckPlacedOn).
 //   coordinator -> start / stop           as the JobController orders them
 //             (through NodeSessions), in order.
 //   The coordinator ends the stream when the node's registration is

@@ -72,7 +72,7 @@ void StreamLogsReactor::Begin() {
     log_subscription_ = appends;
     if (watch == 0) finish_with_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down");
   }
-  absl::StatusOr<v1::Job> job = controller_->GetJob(job_id);
+  absl::StatusOr<v1::Job> job = controller_->views().GetJob(job_id);
   if (job.ok() && authorize_) {
     if (absl::Status s = authorize_(*job); !s.ok()) job = s;
   }

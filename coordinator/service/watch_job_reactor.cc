@@ -51,7 +51,7 @@ void WatchJobReactor::Unref() {
 }
 
 void WatchJobReactor::Begin() {
-  absl::Status status = controller_->SnapshotJob(
+  absl::Status status = controller_->lifecycle().SnapshotJob(
       request_.job_id(), request_.after_sequence(),
       [this](const v1::Job& job, const EventPage& page) {
         if (authorize_) {

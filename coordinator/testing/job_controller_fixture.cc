@@ -36,7 +36,7 @@ void JobControllerFixture::Start() {
   rendezvous_ = std::make_unique<Rendezvous>(&clock_);
   controller_ = std::make_unique<JobController>(&clock_, store_.get(), nodes_.get(), checkpoints_.get(),
                                                 rendezvous_.get(), options_);
-  rendezvous_->SetListener(controller_.get());
+  rendezvous_->SetListener(&controller_->lifecycle());
   controller_->AddListener(&listener_);
   absl::Status recovered = controller_->Recover();
   ASSERT_TRUE(recovered.ok()) << recovered;
@@ -53,7 +53,7 @@ std::string JobControllerFixture::AddNode(const std::string& hostname, int gpus,
                                           std::vector<std::pair<std::string, std::string>> labels,
                                           const std::vector<RunningRank>& running) {
   v1::NodeInfo node = MakeNode(hostname, gpus, cpu_slots, std::move(labels));
-  absl::StatusOr<NodeRegistrationResult> r = controller_->RegisterNode(node, running);
+  absl::StatusOr<NodeRegistrationResult> r = controller_->reconciler().RegisterNode(node, running);
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return "";
   sessions_[r->registration.node_id] = r->registration.session_id;
@@ -81,7 +81,7 @@ std::string JobControllerFixture::MustSubmit(const v1::JobSpec& spec, const std:
 }
 
 v1::Job JobControllerFixture::MustGet(const std::string& job_id) {
-  absl::StatusOr<v1::Job> job = controller_->GetJob(job_id);
+  absl::StatusOr<v1::Job> job = controller_->views().GetJob(job_id);
   EXPECT_TRUE(job.ok()) << job.status();
   return job.ok() ? *job : v1::Job();
 }
@@ -131,7 +131,7 @@ void JobControllerFixture::Exit(const std::string& job_id, int32_t rank, int exi
   exit.exit_code = exit_code;
   exit.stopped_by_worker = stopped_by_worker;
   exit.stderr_tail = stderr_tail;
-  absl::Status s = controller_->ReportRankExit(exit);
+  absl::Status s = controller_->lifecycle().ReportRankExit(exit);
   EXPECT_TRUE(s.ok()) << s;
 }
 
