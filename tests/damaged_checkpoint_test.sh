@@ -65,6 +65,12 @@ if scenario == "rewritten_manifest":  # the manifest now vouches for the altered
 EOF
 victim=$(pgrep -f -- "--rank-context $state/.*/$job/gen-1/rank-1/rank.json" | head -1)
 kill -9 "$victim"
+# The frozen ranks go on only once generation 1 is over: rank 0 may have been
+# stopped between writing a newer checkpoint and committing it, and that
+# commit, sent before the coordinator knew of the kill, would be resumed from
+# instead of the damaged one (it is fenced once the generation is over).
+gen1_over() { [ "$(job_field "$job" 'r["job"]["state"] != "JOB_STATE_RUNNING" or int(r["job"]["generation"]) >= 2')" = True ]; }
+wait_until 60 "generation 1 of job $job did not end after the kill" gen1_over
 kill -CONT $frozen 2>/dev/null
 echo "flipped a byte of step $step ($path, $scenario) and killed rank 1"
 
