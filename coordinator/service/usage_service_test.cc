@@ -23,17 +23,8 @@ constexpr char kRoot[] = "root-token-0123456789a";
 class UsageServiceTest : public CoordinatorFixture {
  protected:
   void SetUp() override {
-    const std::string path = NewTempDir("tokens") + "/tokens";
-    std::ofstream(path) << kAlice << " alice\n" << kBob << " bob\n" << kRoot << " root admin\n";
-    chmod(path.c_str(), 0600);
-    config_.token_file = path;
+    UseTokenFile({std::string(kAlice) + " alice", std::string(kBob) + " bob", std::string(kRoot) + " root admin"});
     CoordinatorFixture::SetUp();
-  }
-
-  std::unique_ptr<grpc::ClientContext> As(const char* token) {
-    std::unique_ptr<grpc::ClientContext> context = Context();
-    context->AddMetadata("authorization", std::string("Bearer ") + token);
-    return context;
   }
 
   std::string SubmitAs(const char* token) {

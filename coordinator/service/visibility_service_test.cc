@@ -26,11 +26,8 @@ class VisibilityServiceTest : public CoordinatorFixture {
  protected:
   void SetUp() override {
     const std::string dir = NewTempDir("visibility");
-    std::ofstream(dir + "/tokens") << kAlice << " alice\n"
-                                   << kBob << " bob\n"
-                                   << kMallory << " mallory\n"
-                                   << kRoot << " root admin\n";
-    chmod((dir + "/tokens").c_str(), 0600);
+    UseTokenFile({std::string(kAlice) + " alice", std::string(kBob) + " bob", std::string(kMallory) + " mallory",
+                  std::string(kRoot) + " root admin"});
     std::ofstream(dir + "/queues.yaml") << "queues:\n"
                                            "  - name: team-a\n"
                                            "    members: [alice, bob]\n"
@@ -38,16 +35,9 @@ class VisibilityServiceTest : public CoordinatorFixture {
                                            "  - name: team-b\n"
                                            "    members: [mallory]\n"
                                            "    nominal: {cpu_slots: 8}\n";
-    config_.token_file = dir + "/tokens";
     config_.queues_file = dir + "/queues.yaml";
     config_.visibility = visibility_;
     CoordinatorFixture::SetUp();
-  }
-
-  std::unique_ptr<grpc::ClientContext> As(const char* token) {
-    std::unique_ptr<grpc::ClientContext> context = Context();
-    context->AddMetadata("authorization", std::string("Bearer ") + token);
-    return context;
   }
 
   // Alice's job in team-a, with a name, labels and a node selector to hide.

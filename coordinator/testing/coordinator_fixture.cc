@@ -1,5 +1,8 @@
 #include "coordinator/testing/coordinator_fixture.h"
 
+#include <sys/stat.h>
+
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -233,6 +236,21 @@ grpc::Status CoordinatorFixture::SessionSending(grpc::ClientContext* context, co
   while (stream->Read(&rest)) {
   }
   return stream->Finish();
+}
+
+void CoordinatorFixture::UseTokenFile(const std::vector<std::string>& lines) {
+  const std::string path = NewTempDir("tokens") + "/tokens";
+  std::ofstream out(path);
+  for (const std::string& line : lines) out << line << "\n";
+  out.close();
+  chmod(path.c_str(), 0600);
+  config_.token_file = path;
+}
+
+std::unique_ptr<grpc::ClientContext> CoordinatorFixture::As(const char* token) {
+  std::unique_ptr<grpc::ClientContext> context = Context();
+  if (token != nullptr) context->AddMetadata("authorization", std::string("Bearer ") + token);
+  return context;
 }
 
 }  // namespace ringmaster::coordinator::testing

@@ -116,6 +116,13 @@ class CoordinatorFixture : public ::testing::Test {
   grpc::Status SessionSending(grpc::ClientContext* context, const std::string& node_id, int64_t session_id,
                               const v1::WorkerMessage& message);
 
+  // Users, for tests of who may do what: writes a token file (mode 0600) of
+  // `lines` ("<token> <user> [admin]") and makes it config_.token_file. Call
+  // in SetUp, before CoordinatorFixture::SetUp.
+  void UseTokenFile(const std::vector<std::string>& lines);
+  // A call context presenting `token` as its bearer token (null: none).
+  static std::unique_ptr<grpc::ClientContext> As(const char* token);
+
   FakeClock clock_;
   CoordinatorConfig config_;
   std::unique_ptr<CoordinatorServer> server_;
