@@ -66,6 +66,37 @@ bool FitsOnEmptyCluster(const JobRequest& j, const std::vector<NodeCapacity>& no
   return eligible >= j.nodes;
 }
 
+// A placement is a whole gang on free slots: exactly N distinct eligible
+// nodes in hostname order (node ranks), R ranks' worth of slots on each, only
+// free GPUs and never one twice (`gpus_used`), never more CPU slots than free
+// (`cpu_used`: per node, over the pass's placements).
+void CheckGang(const JobPlacement& p, const JobRequest& job,
+               const std::map<std::string, const NodeCapacity*>& node_by_id, std::set<std::string>& gpus_used,
+               std::map<std::string, int>& cpu_used) {
+  ASSERT_EQ(static_cast<int>(p.nodes.size()), job.nodes) << p.job_id;
+  std::set<std::string> distinct;
+  for (const NodeGrant& g : p.nodes) {
+    distinct.insert(g.node_id);
+    const NodeCapacity& node = *node_by_id.at(g.node_id);
+    EXPECT_TRUE(Eligible(job, node)) << p.job_id << " on " << g.node_id;
+    if (job.kind == SlotKind::kGpu) {
+      ASSERT_EQ(static_cast<int>(g.gpu_uuids.size()), job.ranks_per_node);
+      EXPECT_EQ(g.cpu_slots, 0);
+      for (const std::string& uuid : g.gpu_uuids) {
+        EXPECT_NE(std::find(node.free_gpu_uuids.begin(), node.free_gpu_uuids.end(), uuid),
+                  node.free_gpu_uuids.end());
+        EXPECT_TRUE(gpus_used.insert(uuid).second) << uuid << " granted twice";
+      }
+    } else {
+      EXPECT_TRUE(g.gpu_uuids.empty());
+      EXPECT_EQ(g.cpu_slots, SlotsPerNode(job));
+      EXPECT_LE(cpu_used[g.node_id] += g.cpu_slots, node.free_cpu_slots) << g.node_id;
+    }
+  }
+  EXPECT_EQ(static_cast<int>(distinct.size()), job.nodes) << p.job_id << " uses a node twice";
+  for (size_t i = 1; i < p.nodes.size(); ++i) EXPECT_LE(p.nodes[i - 1].hostname, p.nodes[i].hostname);
+}
+
 void CheckInvariants(const World& w, const ScheduleResult& r, int iteration) {
   SCOPED_TRACE(absl::StrCat("iteration ", iteration));
   std::map<std::string, const NodeCapacity*> node_by_id;
@@ -80,36 +111,7 @@ void CheckInvariants(const World& w, const ScheduleResult& r, int iteration) {
 
   std::set<std::string> gpus_used;
   std::map<std::string, int> cpu_used;
-  for (const JobPlacement& p : r.placed) {
-    const JobRequest& job = *job_by_id.at(p.job_id);
-    // Gang: exactly N distinct nodes, R ranks' worth of slots on each.
-    ASSERT_EQ(static_cast<int>(p.nodes.size()), job.nodes) << p.job_id;
-    std::set<std::string> distinct;
-    for (const NodeGrant& g : p.nodes) {
-      distinct.insert(g.node_id);
-      const NodeCapacity& node = *node_by_id.at(g.node_id);
-      EXPECT_TRUE(Eligible(job, node)) << p.job_id << " on " << g.node_id;
-      if (job.kind == SlotKind::kGpu) {
-        EXPECT_EQ(static_cast<int>(g.gpu_uuids.size()), job.ranks_per_node);
-        EXPECT_EQ(g.cpu_slots, 0);
-        for (const std::string& uuid : g.gpu_uuids) {
-          // Only free GPUs, never one twice.
-          EXPECT_NE(std::find(node.free_gpu_uuids.begin(), node.free_gpu_uuids.end(), uuid),
-                    node.free_gpu_uuids.end());
-          EXPECT_TRUE(gpus_used.insert(uuid).second) << uuid << " granted twice";
-        }
-      } else {
-        EXPECT_TRUE(g.gpu_uuids.empty());
-        EXPECT_EQ(g.cpu_slots, job.ranks_per_node * job.cpus_per_rank);
-        cpu_used[g.node_id] += g.cpu_slots;
-      }
-    }
-    EXPECT_EQ(static_cast<int>(distinct.size()), job.nodes) << p.job_id << " uses a node twice";
-    // Node ranks in hostname order.
-    for (size_t i = 1; i < p.nodes.size(); ++i) EXPECT_LE(p.nodes[i - 1].hostname, p.nodes[i].hostname);
-  }
-  // Never more slots than free.
-  for (const auto& [node_id, used] : cpu_used) EXPECT_LE(used, node_by_id.at(node_id)->free_cpu_slots);
+  for (const JobPlacement& p : r.placed) CheckGang(p, *job_by_id.at(p.job_id), node_by_id, gpus_used, cpu_used);
 
   std::vector<JobRequest> ordered = w.queue;
   std::sort(ordered.begin(), ordered.end(), Before);
@@ -333,24 +335,7 @@ void CheckPass(const QueueWorld& w, const std::vector<NodeCapacity>& free, const
   std::map<std::string, int> cpu_used;
   for (const JobPlacement& p : r.placed) {
     const JobRequest& job = *job_by_id.at(p.job_id);
-    ASSERT_EQ(static_cast<int>(p.nodes.size()), job.nodes) << p.job_id;
-    std::set<std::string> distinct;
-    for (const NodeGrant& g : p.nodes) {
-      distinct.insert(g.node_id);
-      const NodeCapacity& node = *node_by_id.at(g.node_id);
-      EXPECT_TRUE(Eligible(job, node));
-      if (job.kind == SlotKind::kGpu) {
-        ASSERT_EQ(static_cast<int>(g.gpu_uuids.size()), job.ranks_per_node);
-        for (const std::string& u : g.gpu_uuids) {
-          EXPECT_NE(std::find(node.free_gpu_uuids.begin(), node.free_gpu_uuids.end(), u), node.free_gpu_uuids.end());
-          EXPECT_TRUE(gpus_used.insert(u).second) << u << " granted twice";
-        }
-      } else {
-        EXPECT_EQ(g.cpu_slots, SlotsPerNode(job));
-        EXPECT_LE(cpu_used[g.node_id] += g.cpu_slots, node.free_cpu_slots) << g.node_id;
-      }
-    }
-    EXPECT_EQ(static_cast<int>(distinct.size()), job.nodes) << p.job_id << " uses a node twice";
+    CheckGang(p, job, node_by_id, gpus_used, cpu_used);
     used[{job.queue, job.kind}] += int64_t{job.nodes} * SlotsPerNode(job);
   }
   // Victims: running, not leaving, once each; other queues' victims never
