@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -21,8 +22,28 @@ class Clock {
   virtual void SleepUntil(absl::Time deadline) = 0;
   void SleepFor(absl::Duration d) { SleepUntil(Now() + d); }
 
+  // Waits on `cv` (whose mutex `lock` holds) until `done()` or until Now()
+  // reaches `deadline`; returns done(). Whoever makes `done()` true notifies
+  // `cv`, as with std::condition_variable::wait_until, so a thread that
+  // waits for time or for work can be driven by a FakeClock.
+  template <typename Predicate>
+  bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, absl::Time deadline,
+                 Predicate done) {
+    while (!done()) {
+      if (Now() >= deadline) return false;
+      WaitOnce(lock, cv, deadline);
+    }
+    return true;
+  }
+
   // The process-wide real clock.
   static Clock* Real();
+
+ protected:
+  // One wait on `cv` that ends by `deadline` (this clock's time) at the
+  // latest, or earlier (a notification, spuriously). The default waits in
+  // real time, for clocks that follow it.
+  virtual void WaitOnce(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, absl::Time deadline);
 };
 
 class RealClock : public Clock {
@@ -31,8 +52,9 @@ class RealClock : public Clock {
   void SleepUntil(absl::Time deadline) override;
 };
 
-// A clock that moves only when told to. SleepUntil blocks until another thread
-// advances the time past the deadline. Thread-safe.
+// A clock that moves only when told to. SleepUntil and WaitUntil block until
+// another thread advances the time past the deadline (WaitUntil also ends on
+// its condition variable's notification). Thread-safe.
 class FakeClock : public Clock {
  public:
   explicit FakeClock(absl::Time start = absl::UnixEpoch() + absl::Hours(24 * 365 * 50))
@@ -43,15 +65,23 @@ class FakeClock : public Clock {
 
   void Advance(absl::Duration d);
   void SetTime(absl::Time t);
-  // Number of threads blocked in SleepUntil right now (lets a test wait until
-  // the code under test is parked before advancing time).
+  // Number of threads blocked in SleepUntil or WaitUntil right now (lets a
+  // test wait until the code under test is parked before advancing time).
   int Sleepers() const;
+  // Blocks (in real time, at most `timeout`) until Sleepers() >= n; false if
+  // it did not happen.
+  bool AwaitSleepers(int n, absl::Duration timeout = absl::Seconds(10)) const;
+
+ protected:
+  void WaitOnce(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, absl::Time deadline) override;
 
  private:
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable std::condition_variable cv_;
   absl::Time now_;
   int sleepers_ = 0;
+  // The condition variables of the threads in WaitOnce, notified by Advance.
+  std::multiset<std::condition_variable*> waiting_;
 };
 
 // A deadline against an injected clock.

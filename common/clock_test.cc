@@ -51,6 +51,50 @@ TEST(FakeClockTest, DrivesATimeoutWithoutSleeping) {
   EXPECT_EQ(clock.Now() - start, absl::Seconds(30));
 }
 
+// WaitUntil ends on its condition, notified, or when the fake time reaches
+// its deadline: never because real time passed.
+TEST(FakeClockTest, WaitUntilEndsOnTheFakeDeadlineOrTheCondition) {
+  FakeClock clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;
+  std::atomic<int> result{-1};
+  const absl::Time deadline = clock.Now() + absl::Seconds(30);
+  std::thread waiter([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    result = clock.WaitUntil(lock, cv, deadline, [&] { return ready; }) ? 1 : 0;
+  });
+  ASSERT_TRUE(clock.AwaitSleepers(1));
+  clock.Advance(absl::Seconds(29));
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_EQ(result.load(), -1) << "ended before its 30 s deadline";
+  clock.Advance(absl::Seconds(1));
+  waiter.join();
+  EXPECT_EQ(result.load(), 0);
+
+  std::thread notified([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    result = clock.WaitUntil(lock, cv, absl::InfiniteFuture(), [&] { return ready; }) ? 1 : 0;
+  });
+  ASSERT_TRUE(clock.AwaitSleepers(1));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ready = true;
+  }
+  cv.notify_all();
+  notified.join();
+  EXPECT_EQ(result.load(), 1);
+}
+
+TEST(RealClockTest, WaitUntilTimesOutInRealTime) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(mu);
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(Clock::Real()->WaitUntil(lock, cv, start + absl::Milliseconds(20), [] { return false; }));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(20));
+}
+
 TEST(RealClockTest, NowIsMonotoneEnough) {
   absl::Time a = Clock::Real()->Now();
   absl::Time b = Clock::Real()->Now();

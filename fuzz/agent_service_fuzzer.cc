@@ -33,7 +33,7 @@
 #include "fuzz/rpc_calls.h"
 #include "proto/agent_service.grpc.pb.h"
 #include "worker/agent_server.h"
-#include "worker/fake_process_control.h"
+#include "worker/testing/fake_process_control.h"
 #include "worker/process_supervisor.h"
 
 namespace {

@@ -24,9 +24,9 @@
 #include "proto/agent_service.grpc.pb.h"
 #include "proto/checkpoint_service.grpc.pb.h"
 #include "proto/rendezvous_service.grpc.pb.h"
-#include "worker/fake_process_control.h"
+#include "worker/testing/fake_process_control.h"
 #include "worker/process_supervisor.h"
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -49,6 +49,11 @@ bool Permanent(grpc::StatusCode code) {
          code == grpc::StatusCode::UNIMPLEMENTED || code == grpc::StatusCode::UNAUTHENTICATED;
 }
 
+// A gRPC deadline `timeout` from now, in real time (gRPC's).
+std::chrono::system_clock::time_point RpcDeadline(absl::Duration timeout) {
+  return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout);
+}
+
 v1::RunningRank ToRunningRank(const RunningRankInfo& r) {
   v1::RunningRank out;
   out.set_job_id(r.job_id);
@@ -61,17 +66,17 @@ v1::RunningRank ToRunningRank(const RunningRankInfo& r) {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff,
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const RetryPolicy& retry,
                                                   const TlsMaterial* tls, const std::string& join_token,
                                                   const NodeCredential* credential) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  const int initial_ms = static_cast<int>(absl::ToInt64Milliseconds(backoff.initial));
+  const int initial_ms = static_cast<int>(absl::ToInt64Milliseconds(retry.initial));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial_ms);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial_ms);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(backoff.max)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(retry.max)));
   Headers headers;
   if (!join_token.empty()) headers.emplace_back(kJoinTokenHeader, join_token);
   HeaderSource source;
@@ -79,10 +84,11 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, co
   return MakeChannel(address, MakeChannelCredentials(tls), args, std::move(headers), std::move(source));
 }
 
-CoordinatorSession::CoordinatorSession(std::shared_ptr<grpc::Channel> channel, RankLauncher* launcher,
+CoordinatorSession::CoordinatorSession(std::shared_ptr<grpc::Channel> channel, Clock* clock, RankLauncher* launcher,
                                        ProcessSupervisor* supervisor, WorkerMetrics* metrics,
                                        CoordinatorSessionOptions options)
     : stub_(v1::NodeService::NewStub(channel)),
+      clock_(clock),
       launcher_(launcher),
       supervisor_(supervisor),
       metrics_(metrics),
@@ -105,12 +111,12 @@ void CoordinatorSession::Stop(absl::Duration drain_timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!exits_stopping_) {
     exits_stopping_ = true;
-    exits_deadline_ = absl::Now() + drain_timeout;
+    exits_deadline_ = clock_->Now() + drain_timeout;
   }
   exits_cv_.notify_all();
   if (exit_thread_.joinable()) {
-    if (!exits_cv_.wait_until(lock, absl::ToChronoTime(exits_deadline_ + absl::Milliseconds(100)),
-                              [&] { return exit_thread_done_; }) &&
+    if (!clock_->WaitUntil(lock, exits_cv_, exits_deadline_ + absl::Milliseconds(100),
+                           [&] { return exit_thread_done_; }) &&
         exit_call_ != nullptr) {
       exit_call_->TryCancel();  // a report in flight past the deadline
     }
@@ -190,7 +196,7 @@ size_t CoordinatorSession::pending_exits() const {
 
 bool CoordinatorSession::SleepFor(absl::Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, absl::ToChronoNanoseconds(d), [&] { return stopping_; });
+  clock_->WaitUntil(lock, cv_, clock_->Now() + d, [&] { return stopping_; });
   return !stopping_;
 }
 
@@ -205,7 +211,7 @@ void CoordinatorSession::SetNodeId(const std::string& node_id) {
 }
 
 void CoordinatorSession::SessionLoop() {
-  Backoff backoff(options_.backoff);
+  Retry retry(clock_, options_.retry);
   while (true) {
     bool got_lease = false;
     absl::Status status = RunSession(&got_lease);
@@ -215,8 +221,9 @@ void CoordinatorSession::SessionLoop() {
       if (stopping_) break;
     }
     if (metrics_ != nullptr) metrics_->SetConnected(false);
-    if (got_lease) backoff.Reset();
-    const absl::Duration delay = backoff.Next();
+    if (got_lease) retry.Reset();
+    // Without a deadline in the policy there is always a next delay.
+    const absl::Duration delay = retry.NextDelay().value_or(options_.retry.max);
     if (status.code() == absl::StatusCode::kNotFound || status.code() == absl::StatusCode::kFailedPrecondition) {
       spdlog::warn("the coordinator does not know this session ({}): registering again in {}", status.ToString(),
                    absl::FormatDuration(delay));
@@ -239,7 +246,7 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
   for (const RunningRankInfo& r : supervisor_->Running()) *request.add_running_ranks() = ToRunningRank(r);
   v1::RegisterNodeResponse response;
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  context.set_deadline(RpcDeadline(options_.rpc_timeout));
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return absl::CancelledError("stopping");
@@ -336,22 +343,22 @@ absl::Status CoordinatorSession::RunSession(bool* got_lease) {
       metrics_->SetConnected(true);
       if (reconnect) metrics_->CountReconnect();
     }
-    absl::Time next_heartbeat = absl::Now();
+    absl::Time next_heartbeat = clock_->Now();
     while (ok) {
       std::vector<v1::WorkerMessage> batch;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_until(lock, absl::ToChronoTime(next_heartbeat),
-                       [&] { return stopping_ || reader_done_ || !outbox_.empty() || !progress_.empty(); });
+        clock_->WaitUntil(lock, cv_, next_heartbeat,
+                          [&] { return stopping_ || reader_done_ || !outbox_.empty() || !progress_.empty(); });
         if (stopping_) closing = true;
         if (stopping_ || reader_done_) break;
         for (; !outbox_.empty(); outbox_.pop_front()) batch.push_back(std::move(outbox_.front()));
         for (auto& [key, progress] : progress_) *batch.emplace_back().mutable_progress() = std::move(progress);
         progress_.clear();
       }
-      if (absl::Now() >= next_heartbeat) {
+      if (clock_->Now() >= next_heartbeat) {
         batch.push_back(HeartbeatMessage());
-        next_heartbeat = absl::Now() + interval;
+        next_heartbeat = clock_->Now() + interval;
       }
       for (const v1::WorkerMessage& message : batch) {
         if (!(ok = stream->Write(message))) break;
@@ -430,13 +437,13 @@ void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1
 v1::WorkerMessage CoordinatorSession::HeartbeatMessage() const {
   v1::WorkerMessage message;
   v1::Heartbeat* heartbeat = message.mutable_heartbeat();
-  *heartbeat->mutable_time() = ToProtoTime(absl::Now());
+  *heartbeat->mutable_time() = ToProtoTime(clock_->Now());
   for (const RunningRankInfo& r : supervisor_->Running()) *heartbeat->add_running_ranks() = ToRunningRank(r);
   return message;
 }
 
 void CoordinatorSession::ExitLoop() {
-  Backoff backoff(options_.backoff);
+  Retry retry(clock_, options_.retry);
   std::unique_lock<std::mutex> lock(mu_);
   auto done = absl::MakeCleanup([&] {
     exit_thread_done_ = true;
@@ -450,7 +457,7 @@ void CoordinatorSession::ExitLoop() {
       if (exits_stopping_) return;
       continue;
     }
-    if (exits_stopping_ && (node_id_.empty() || absl::Now() >= exits_deadline_)) {
+    if (exits_stopping_ && (node_id_.empty() || clock_->Now() >= exits_deadline_)) {
       spdlog::warn("{} exit report(s) not delivered to the coordinator", exits_.size());
       return;
     }
@@ -466,7 +473,7 @@ void CoordinatorSession::ExitLoop() {
     request.set_stderr_tail(exit.log_tail);
     *request.mutable_time() = ToProtoTime(exit.time);
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+    context.set_deadline(RpcDeadline(options_.rpc_timeout));
     exit_call_ = &context;
     lock.unlock();
     v1::ReportRankExitResponse response;
@@ -480,17 +487,18 @@ void CoordinatorSession::ExitLoop() {
                       status.error_message());
       }
       if (!exits_.empty()) exits_.pop_front();
-      backoff.Reset();
+      retry.Reset();
       continue;
     }
-    const absl::Duration delay = backoff.Next();
+    const absl::Duration delay = retry.NextDelay().value_or(options_.retry.max);
     spdlog::warn("cannot report the exit of job {} rank {} ({}): retrying in {}", exit.job_id, exit.global_rank,
                  status.error_message(), absl::FormatDuration(delay));
-    const absl::Time retry_at = absl::Now() + delay;
-    while (true) {  // Stop may bring the deadline closer
-      const absl::Time until = std::min(retry_at, exits_deadline_);
-      if (absl::Now() >= until || retry_exits_now_) break;
-      exits_cv_.wait_until(lock, absl::ToChronoTime(until));
+    // Until retry_at, or at once after a registration; Stop may bring the deadline closer.
+    const absl::Time retry_at = clock_->Now() + delay;
+    absl::Time until = std::min(retry_at, exits_deadline_);
+    while (clock_->WaitUntil(lock, exits_cv_, until, [&] { return retry_exits_now_ || exits_deadline_ < until; }) &&
+           !retry_exits_now_) {
+      until = std::min(retry_at, exits_deadline_);
     }
   }
 }

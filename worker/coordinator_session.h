@@ -31,6 +31,12 @@
 // (NodeCredential keeps it in the state directory), whose channel sends it
 // with every call, registrations included.
 //
+// Time: the injected Clock paces what the worker decides (the reconnection
+// and exit-report retries, heartbeats, the heartbeat's time, Stop's
+// drain_timeout), so tests drive them with a FakeClock. Waits on the network
+// (RPC deadlines, the coordinator closing the stream) are in real time, as
+// gRPC measures them.
+//
 // Thread-safe. Threads: the session thread (register, write), one reader per
 // stream, the exit reporter.
 
@@ -46,10 +52,11 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/retry.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/node_service.grpc.pb.h"
-#include "worker/backoff.h"
 #include "worker/node_credential.h"
 #include "worker/process_supervisor.h"
 #include "worker/rank_launcher.h"
@@ -70,29 +77,32 @@ struct CoordinatorSessionOptions {
   absl::Duration heartbeat_interval = absl::ZeroDuration();
   // Deadline of Register and ReportRankExit calls.
   absl::Duration rpc_timeout = absl::Seconds(10);
-  BackoffOptions backoff;
+  // Between registrations (reset once a session got a lease) and between
+  // attempts of an exit report (reset once one is delivered).
+  RetryPolicy retry;
   // Exit reports kept while the coordinator is away; beyond, the oldest go.
   size_t max_pending_exits = 4096;
 };
 
 // A channel to the coordinator at `address` whose own reconnection follows
-// `backoff` (gRPC's default waits up to 120 s), with keepalive pings so that a
+// `retry`'s initial and max delays (gRPC's default waits up to 120 s), with keepalive pings so that a
 // dead coordinator or network is noticed within ~20 s even when idle.
 // `tls` (null: plaintext, for a loopback coordinator) verifies the
 // coordinator against its CA and presents the worker's client certificate;
 // a non-empty `join_token` goes with every call (docs/security.md), and so
 // does `credential`'s node credential once there is one (null: none). The
 // session, the log pusher and the rendezvous/checkpoint forwarding share it.
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const BackoffOptions& backoff,
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address, const RetryPolicy& retry,
                                                   const TlsMaterial* tls = nullptr,
                                                   const std::string& join_token = "",
                                                   const NodeCredential* credential = nullptr);
 
 class CoordinatorSession {
  public:
-  // `launcher` and `supervisor` must outlive the session; `metrics` may be null.
-  CoordinatorSession(std::shared_ptr<grpc::Channel> channel, RankLauncher* launcher, ProcessSupervisor* supervisor,
-                     WorkerMetrics* metrics, CoordinatorSessionOptions options);
+  // `clock`, `launcher` and `supervisor` must outlive the session; `metrics`
+  // may be null.
+  CoordinatorSession(std::shared_ptr<grpc::Channel> channel, Clock* clock, RankLauncher* launcher,
+                     ProcessSupervisor* supervisor, WorkerMetrics* metrics, CoordinatorSessionOptions options);
   ~CoordinatorSession();
   CoordinatorSession(const CoordinatorSession&) = delete;
   CoordinatorSession& operator=(const CoordinatorSession&) = delete;
@@ -132,10 +142,11 @@ class CoordinatorSession {
   v1::WorkerMessage HeartbeatMessage() const;
   v1::WorkerMessage DrainMessage() const;  // with mu_ held
   void SetNodeId(const std::string& node_id);
-  // Waits on cv_ until `d` passes or Stop; false when stopping.
+  // Waits on cv_ until `d` passes (on clock_) or Stop; false when stopping.
   bool SleepFor(absl::Duration d);
 
   const std::unique_ptr<v1::NodeService::Stub> stub_;
+  Clock* const clock_;
   RankLauncher* const launcher_;
   ProcessSupervisor* const supervisor_;
   WorkerMetrics* const metrics_;

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/fake_node_service.h"
+#include "worker/testing/fake_node_service.h"
 #include "worker/log_pusher.h"
 #include "worker/log_shipper.h"
 #include "worker/node_credential.h"
@@ -24,7 +24,7 @@
 #include "worker/process_supervisor.h"
 #include "common/proto_time.h"
 #include "worker/rank_launcher.h"
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -95,6 +95,18 @@ class SessionTest : public ::testing::Test {
     backoff_.initial = absl::Milliseconds(50);
     backoff_.max = absl::Milliseconds(200);
     channel_ = CoordinatorChannel(coordinator_->address(), backoff_, nullptr, "", &credential_);
+    MakeSession(Clock::Real(), backoff_);
+  }
+
+  ~SessionTest() override {
+    supervisor_.Shutdown(absl::ZeroDuration());
+    // On the fake clock, a drain deadline would never come: none.
+    session_->Stop(clock_ == &fake_clock_ ? absl::ZeroDuration() : absl::Milliseconds(500));
+  }
+
+  // A session (not started) on `clock`, retrying after `retry`'s delays.
+  void MakeSession(Clock* clock, RetryPolicy retry) {
+    clock_ = clock;
     CoordinatorSessionOptions options;
     options.node.set_hostname("test-host");
     options.node.set_address("test-host");
@@ -102,14 +114,18 @@ class SessionTest : public ::testing::Test {
     options.node.set_worker_version("test");
     options.node_id_path = NodeIdPath(dir_.path());
     options.credential = &credential_;
-    options.backoff = backoff_;
+    options.retry = retry;
     options.rpc_timeout = absl::Seconds(2);
-    session_ = std::make_unique<CoordinatorSession>(channel_, launcher_.get(), &supervisor_, nullptr, options);
+    session_ = std::make_unique<CoordinatorSession>(channel_, clock, launcher_.get(), &supervisor_, nullptr, options);
   }
 
-  ~SessionTest() override {
-    supervisor_.Shutdown(absl::ZeroDuration());
-    session_->Stop(absl::Milliseconds(500));
+  // The session on fake_clock_, with retries `retry_delay` apart (no jitter):
+  // far longer than any wait of the test, so only advancing the clock brings them.
+  void UseFakeClock(absl::Duration retry_delay = absl::Minutes(1)) {
+    RetryPolicy retry;
+    retry.initial = retry.max = retry_delay;
+    retry.jitter = 0;
+    MakeSession(&fake_clock_, retry);
   }
 
   static LogShipperOptions ShipperOptions() {
@@ -145,6 +161,8 @@ class SessionTest : public ::testing::Test {
     });
   }
 
+  FakeClock fake_clock_;
+  Clock* clock_ = nullptr;  // the session's
   TempDir dir_;
   NodeCredential credential_{NodeCredentialPath(dir_.path())};
   std::unique_ptr<FakeCoordinator> coordinator_;
@@ -152,14 +170,19 @@ class SessionTest : public ::testing::Test {
   LogShipper shipper_;
   ProcessSupervisor supervisor_;
   std::unique_ptr<RankLauncher> launcher_;
-  BackoffOptions backoff_;
+  RetryPolicy backoff_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<CoordinatorSession> session_;
 };
 
+// Heartbeats every minute of the injected clock: only advancing it brings
+// them (in real time the test would time out).
 TEST_F(SessionTest, RegistersThenHeartbeatsAtTheCoordinatorsInterval) {
+  UseFakeClock();
+  fake().heartbeat_interval = absl::Minutes(1);
+  fake().lease_duration = absl::Minutes(3);
   session_->Start();
-  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() >= 3; }));
+  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() >= 1; }));  // the first, right after `open`
   std::vector<v1::RegisterNodeRequest> registrations = fake().registrations();
   ASSERT_EQ(registrations.size(), 1u);
   EXPECT_EQ(registrations[0].node().hostname(), "test-host");
@@ -173,6 +196,31 @@ TEST_F(SessionTest, RegistersThenHeartbeatsAtTheCoordinatorsInterval) {
   EXPECT_TRUE(session_->connected());
   EXPECT_EQ(session_->node_id(), "node-1");
   EXPECT_EQ(ReadFile(NodeIdPath(dir_.path())), "node-1\n");
+
+  // A millisecond short of the interval, no heartbeat is due. A progress
+  // report wakes the writer (a due heartbeat would go in its batch), a second
+  // one shows the first batch was written whole.
+  fake_clock_.Advance(absl::Minutes(1) - absl::Milliseconds(1));
+  for (int64_t step : {1, 2}) {
+    v1::RankProgress progress;
+    progress.set_job_id("j");
+    progress.mutable_metrics()->set_step(step);
+    session_->ReportProgress(progress);
+    ASSERT_TRUE(WaitUntil([&] {
+      for (const v1::WorkerMessage& m : fake().messages()) {
+        if (m.has_progress() && m.progress().metrics().step() == step) return true;
+      }
+      return false;
+    }));
+  }
+  EXPECT_EQ(fake().heartbeats(), 1);
+  fake_clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() == 2; }));
+  // Stamped with the injected clock.
+  EXPECT_TRUE(fake().HeartbeatWith(
+      [&](const v1::Heartbeat& h) { return FromProtoTime(h.time()) == fake_clock_.Now(); }));
+  fake_clock_.Advance(absl::Minutes(1));
+  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() == 3; }));
 }
 
 TEST_F(SessionTest, StartsRanksReportsTheirExitsAndShipsTheirLogs) {
@@ -305,13 +353,40 @@ TEST_F(SessionTest, AnUnreportedExitIsListedAsRunningWhenRegisteringAgain) {
   EXPECT_EQ(exit.signal(), SIGTERM);
 }
 
+// The session the coordinator does not know ends; the worker registers again
+// after the backoff, a minute on the injected clock: only advancing it brings
+// the registration (in real time the test would time out).
 TEST_F(SessionTest, RegistersAgainWhenTheCoordinatorDoesNotKnowTheSession) {
+  UseFakeClock(absl::Minutes(1));
   fake().RejectNextSession(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "session 101 is not current"));
   session_->Start();
+  ASSERT_TRUE(WaitUntil([&] { return fake().registrations().size() == 1 && !session_->connected(); }));
+  ASSERT_TRUE(fake_clock_.AwaitSleepers(1));  // in its backoff
+  EXPECT_EQ(fake().registrations().size(), 1u);
+  fake_clock_.Advance(absl::Minutes(1));
   ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() >= 1; }));
   EXPECT_EQ(fake().registrations().size(), 2u);
   EXPECT_EQ(fake().registrations()[1].node().node_id(), "node-1");
   EXPECT_EQ(session_->sessions_opened(), 2);
+}
+
+// An exit report the coordinator could not take is sent again after the
+// backoff on the injected clock, and the delay resets once one is delivered.
+TEST_F(SessionTest, AnExitReportIsRetriedAfterTheBackoffOnTheInjectedClock) {
+  UseFakeClock(absl::Minutes(1));
+  fake().RefuseExits(true);
+  session_->Start();
+  fake().Send(StartOrder("j", 1, {0, 1}, "exit3"));  // rank 1 exits at once
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
+  ASSERT_TRUE(WaitUntil([&] { return fake().refused_exits() >= 1; }));
+  fake().RefuseExits(false);
+  ASSERT_TRUE(fake_clock_.AwaitSleepers(2));  // the writer, and the exit reporter in its backoff
+  EXPECT_TRUE(fake().exits().empty());
+  EXPECT_EQ(session_->pending_exits(), 1u);
+  fake_clock_.Advance(absl::Minutes(1));
+  ASSERT_TRUE(WaitForExit("j", 1));
+  EXPECT_EQ(fake().refused_exits(), 1);
+  EXPECT_TRUE(WaitUntil([&] { return session_->pending_exits() == 0; }));
 }
 
 TEST_F(SessionTest, StopOrdersInTheRegisterAnswerAreCarriedOut) {
@@ -370,12 +445,12 @@ TEST_F(SessionTest, ARestartedWorkerPresentsItsKeptCredential) {
   }
   std::ofstream(NodeIdPath(dir_.path())) << "node-7\n";
   ASSERT_TRUE(credential_.Load().ok());
-  session_ = std::make_unique<CoordinatorSession>(channel_, launcher_.get(), &supervisor_, nullptr, [&] {
+  session_ = std::make_unique<CoordinatorSession>(channel_, Clock::Real(), launcher_.get(), &supervisor_, nullptr, [&] {
     CoordinatorSessionOptions options;
     options.node.set_hostname("test-host");
     options.node_id_path = NodeIdPath(dir_.path());
     options.credential = &credential_;
-    options.backoff = backoff_;
+    options.retry = backoff_;
     return options;
   }());
   session_->Start();

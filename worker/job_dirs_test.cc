@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "worker/paths.h"
 #include "worker/run_as.h"
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -8,12 +8,13 @@
 namespace ringmaster::worker {
 
 LogPusher::LogPusher(std::shared_ptr<grpc::Channel> channel, LogShipper* shipper, std::function<std::string()> node_id,
-                     BackoffOptions backoff, absl::Duration refused_retry)
+                     RetryPolicy retry, absl::Duration refused_retry, Clock* clock)
     : stub_(v1::NodeService::NewStub(channel)),
       shipper_(shipper),
       node_id_(std::move(node_id)),
-      backoff_(backoff),
-      refused_retry_(refused_retry) {}
+      retry_(retry),
+      refused_retry_(refused_retry),
+      clock_(clock) {}
 
 LogPusher::~LogPusher() { Stop(absl::ZeroDuration()); }
 
@@ -49,12 +50,12 @@ int64_t LogPusher::refusals() const {
 
 bool LogPusher::SleepFor(absl::Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, absl::ToChronoNanoseconds(d), [&] { return draining_ || abort_; });
+  clock_->WaitUntil(lock, cv_, clock_->Now() + d, [&] { return draining_ || abort_; });
   return !draining_ && !abort_;
 }
 
 void LogPusher::Loop() {
-  Backoff backoff(backoff_);
+  Retry retry(clock_, retry_);
   std::optional<v1::LogChunk> pending;
   std::unique_ptr<grpc::ClientContext> context;
   std::unique_ptr<grpc::ClientWriter<v1::LogChunk>> stream;
@@ -105,14 +106,15 @@ void LogPusher::Loop() {
     }
     if (stream->Write(*pending)) {
       pending.reset();
-      backoff.Reset();
+      retry.Reset();
       std::lock_guard<std::mutex> lock(mu_);
       ++chunks_sent_;
       continue;
     }
     const grpc::Status ended = close_stream(/*graceful=*/false);
     if (draining) break;  // no retrying while stopping
-    absl::Duration wait = backoff.Next();
+    // The pusher never gives up (no deadline in the policy): lines wait in the shipper.
+    absl::Duration wait = retry.NextDelay().value_or(retry_.max);
     if (ended.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
       std::lock_guard<std::mutex> lock(mu_);
       ++refusals_;

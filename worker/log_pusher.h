@@ -6,7 +6,7 @@
 // "ringmaster-node-id" names the node, for diagnostics; the channel's node
 // credential is what the coordinator checks: it stores only lines of ranks
 // placed on this node). When the stream breaks it is opened
-// again after a backoff; the chunk that failed is sent again on the new
+// again after `retry`'s delay; the chunk that failed is sent again on the new
 // stream, later ones wait in the shipper's bounded buffer.
 //
 // A coordinator under its disk reserve ends the stream with
@@ -30,16 +30,18 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/node_service.grpc.pb.h"
-#include "worker/backoff.h"
+#include "common/clock.h"
+#include "common/retry.h"
 #include "worker/log_shipper.h"
 
 namespace ringmaster::worker {
 
 class LogPusher {
  public:
-  // `shipper` must outlive the pusher. `node_id` is read when a stream opens.
+  // `shipper` and `clock` must outlive the pusher. `node_id` is read when a
+  // stream opens. `retry` and `refused_retry` are waited on `clock`.
   LogPusher(std::shared_ptr<grpc::Channel> channel, LogShipper* shipper, std::function<std::string()> node_id,
-            BackoffOptions backoff = {}, absl::Duration refused_retry = absl::Seconds(10));
+            RetryPolicy retry = {}, absl::Duration refused_retry = absl::Seconds(10), Clock* clock = Clock::Real());
   ~LogPusher();
   LogPusher(const LogPusher&) = delete;
   LogPusher& operator=(const LogPusher&) = delete;
@@ -60,8 +62,9 @@ class LogPusher {
   const std::unique_ptr<v1::NodeService::Stub> stub_;
   LogShipper* const shipper_;
   const std::function<std::string()> node_id_;
-  const BackoffOptions backoff_;
+  const RetryPolicy retry_;
   const absl::Duration refused_retry_;
+  Clock* const clock_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -15,9 +15,9 @@
 #include "common/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "worker/fake_node_service.h"
+#include "worker/testing/fake_node_service.h"
 #include "worker/log_shipper.h"
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -49,7 +49,7 @@ TEST(LogPusherTest, ACoordinatorRefusingLogsIsRetriedSlowlyWhileTheBufferStaysBo
   ASSERT_TRUE(testing::WaitUntil([&] { return shipper.dropped_lines() > 0; }));
   EXPECT_LE(shipper.buffered_bytes(), 4096u);
 
-  BackoffOptions backoff;
+  RetryPolicy backoff;
   backoff.initial = absl::Milliseconds(5);
   backoff.max = absl::Milliseconds(10);
   backoff.jitter = 0;

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -90,4 +90,21 @@ absl::StatusOr<std::string> FindTrainer(const std::string& flag_value, const std
       absl::StrCat("cannot find ", kName, " (looked in ", absl::StrJoin(tried, ", "), "); pass --trainer PATH"));
 }
 
+absl::StatusOr<std::string> FindPythonSdk(const std::string& flag_value, const std::string& self_exe) {
+  auto holds_sdk = [](const std::filesystem::path& dir) {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(dir / "ringmaster" / "__init__.py", ec);
+  };
+  if (!flag_value.empty()) {
+    if (holds_sdk(flag_value)) return std::filesystem::absolute(flag_value).lexically_normal().string();
+    return absl::NotFoundError(absl::StrCat("--python-sdk ", flag_value, ": holds no ringmaster/__init__.py"));
+  }
+  if (self_exe.empty()) return std::string();
+  const std::filesystem::path dir = std::filesystem::path(self_exe).parent_path();
+  for (const std::filesystem::path& candidate : {dir / "python", dir.parent_path() / "python" / "sdk"}) {
+    if (holds_sdk(candidate)) return candidate.lexically_normal().string();
+  }
+  return std::string();
+}
+
 }  // namespace ringmaster::worker

@@ -61,6 +61,14 @@ std::string RankWorkDir(const std::string& state_dir, const std::string& job_id,
 absl::StatusOr<std::string> FindTrainer(const std::string& flag_value, const std::string& self_exe,
                                         const std::string& path_env);
 
+// The directory holding the Python SDK's `ringmaster` package, which program
+// jobs' ranks get first on their PYTHONPATH: `flag_value` if set (must hold
+// ringmaster/__init__.py; NOT_FOUND otherwise); else python/ beside
+// `self_exe` (an installed layout), then ../python/sdk (bazel-bin, built by
+// //python:sdk_tree); else "" (none: a program then finds the SDK only where
+// it is installed for the system's python3).
+absl::StatusOr<std::string> FindPythonSdk(const std::string& flag_value, const std::string& self_exe);
+
 }  // namespace ringmaster::worker
 
 #endif  // RINGMASTER_WORKER_PATHS_H_

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/fake_process_control.h"
+#include "worker/testing/fake_process_control.h"
 #include "worker/process_supervisor.h"
 
 namespace ringmaster::worker {

@@ -15,8 +15,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "worker/fake_node_service.h"
-#include "worker/test_util.h"
+#include "worker/testing/fake_node_service.h"
+#include "worker/testing/test_util.h"
 
 extern char** environ;
 

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/grpc_status.h"
+#include "common/retry.h"
 #include "grpcpp/grpcpp.h"
 
 namespace ringmaster::engine::dist {
@@ -77,20 +79,26 @@ std::string GrpcStore::Where() const { return absl::StrCat("grpc store ", option
 
 grpc::Status GrpcStore::WithBackoff(absl::Time deadline,
                                     const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
-  const absl::Time give_up = std::min(deadline, absl::Now() + options_.max_retry_window);
-  thread_local std::minstd_rand jitter(std::random_device{}());
-  absl::Duration backoff = options_.initial_backoff;
+  // gRPC measures the deadline in real time: so does the retry.
+  Clock* clock = Clock::Real();
+  std::optional<Retry> retry;  // made at the first refusal (its seed costs a syscall)
   while (true) {
     grpc::ClientContext context;
     context.set_wait_for_ready(options_.wait_for_ready);
     if (deadline != absl::InfiniteFuture()) context.set_deadline(absl::ToChronoTime(deadline));
     grpc::Status status = call(&context);
     if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) return status;
-    // Half to all of the backoff: callers turned away together come back apart.
-    const absl::Duration sleep = backoff * (0.5 + 0.5 * std::uniform_real_distribution<double>()(jitter));
-    if (absl::Now() + sleep >= give_up) return status;
-    absl::SleepFor(sleep);
-    backoff = std::min(backoff * 2, options_.max_backoff);
+    if (!retry.has_value()) {
+      RetryPolicy policy;
+      policy.initial = options_.initial_backoff;
+      policy.max = options_.max_backoff;
+      policy.jitter = 0.5;  // callers turned away together come back apart
+      policy.deadline = options_.max_retry_window;
+      retry.emplace(clock, policy);
+    }
+    const std::optional<absl::Duration> delay = retry->NextDelay();
+    if (!delay.has_value() || clock->Now() + *delay >= deadline) return status;
+    clock->SleepFor(*delay);
   }
 }
 

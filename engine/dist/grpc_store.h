@@ -31,9 +31,9 @@
 //   deadline bounds the wait) and sets no gRPC deadline.
 //
 // A coordinator at one of its limits answers RESOURCE_EXHAUSTED before doing
-// anything: every call then tries again after a backoff (initial_backoff,
-// doubling up to max_backoff, with jitter), until its deadline (at most
-// max_retry_window when it has none). So a burst of ranks beyond the limit
+// anything: every call then tries again after a backoff (common/retry.h:
+// initial_backoff, doubling up to max_backoff, +/- 50 % jitter), until its
+// deadline (at most max_retry_window when it has none). So a burst of ranks beyond the limit
 // waits its turn instead of failing.
 //
 // Errors keep the service's code, so the caller knows what to do:

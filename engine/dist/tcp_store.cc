@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/retry.h"
 #include "common/status_macros.h"
 
 namespace ringmaster::engine::dist {
@@ -19,8 +20,9 @@ namespace wire = tcp_store_wire;
 // request, and the server's answer beyond the time it may park a request.
 constexpr absl::Duration kConnectAttempt = absl::Seconds(5);
 constexpr absl::Duration kIoTimeout = absl::Seconds(30);
-constexpr absl::Duration kFirstRetry = absl::Milliseconds(10);
-constexpr absl::Duration kMaxRetry = absl::Milliseconds(200);
+// Between connection attempts: 10 ms doubling up to 200 ms, no jitter (one
+// client per rank, one server), the last attempt at the deadline.
+constexpr RetryPolicy kConnectRetry = {absl::Milliseconds(10), absl::Milliseconds(200), 2.0, 0.0};
 
 int64_t TimeoutMs(absl::Duration timeout) {
   if (timeout <= absl::ZeroDuration()) return 0;
@@ -44,7 +46,7 @@ absl::StatusOr<std::unique_ptr<TcpStore>> TcpStore::Connect(const TcpStoreOption
   // The server may not be up yet: retry refused connections until the deadline.
   Clock* clock = resolved.clock;
   Deadline deadline(clock, resolved.connect_timeout);
-  absl::Duration retry = kFirstRetry;
+  Retry retry(clock, kConnectRetry);
   for (;;) {
     absl::StatusOr<int> fd =
         wire::Connect(resolved.host, resolved.port, absl::Now() + kConnectAttempt);
@@ -62,8 +64,8 @@ absl::StatusOr<std::unique_ptr<TcpStore>> TcpStore::Connect(const TcpStoreOption
                        absl::FormatDuration(resolved.connect_timeout), " (last error: ",
                        fd.status().message(), ")"));
     }
-    clock->SleepUntil(std::min(clock->Now() + retry, deadline.at()));
-    retry = std::min(retry * 2, kMaxRetry);
+    // No deadline in the policy: there is always a next delay.
+    clock->SleepUntil(std::min(clock->Now() + *retry.NextDelay(), deadline.at()));
   }
 }
 

@@ -1,5 +1,5 @@
-#ifndef RINGMASTER_WORKER_FAKE_PROCESS_CONTROL_H_
-#define RINGMASTER_WORKER_FAKE_PROCESS_CONTROL_H_
+#ifndef RINGMASTER_WORKER_TESTING_FAKE_PROCESS_CONTROL_H_
+#define RINGMASTER_WORKER_TESTING_FAKE_PROCESS_CONTROL_H_
 
 // FakeProcessControl: processes that exist only in memory, for the
 // supervisor's unit tests. It records every Spawn and SignalGroup; a test ends
@@ -78,4 +78,4 @@ class FakeProcessControl : public ProcessControl {
 
 }  // namespace ringmaster::worker
 
-#endif  // RINGMASTER_WORKER_FAKE_PROCESS_CONTROL_H_
+#endif  // RINGMASTER_WORKER_TESTING_FAKE_PROCESS_CONTROL_H_

@@ -1,5 +1,5 @@
-#ifndef RINGMASTER_WORKER_TEST_UTIL_H_
-#define RINGMASTER_WORKER_TEST_UTIL_H_
+#ifndef RINGMASTER_WORKER_TESTING_TEST_UTIL_H_
+#define RINGMASTER_WORKER_TESTING_TEST_UTIL_H_
 
 // Helpers for the worker's tests: a short temporary directory (Unix socket
 // paths must fit in 107 bytes, which Bazel's TEST_TMPDIR may not), scripts,
@@ -48,4 +48,4 @@ bool CanActAsOtherAccounts(std::string* why);
 
 }  // namespace ringmaster::worker::testing
 
-#endif  // RINGMASTER_WORKER_TEST_UTIL_H_
+#endif  // RINGMASTER_WORKER_TESTING_TEST_UTIL_H_

@@ -1,5 +1,5 @@
-#ifndef RINGMASTER_WORKER_FAKE_NODE_SERVICE_H_
-#define RINGMASTER_WORKER_FAKE_NODE_SERVICE_H_
+#ifndef RINGMASTER_WORKER_TESTING_FAKE_NODE_SERVICE_H_
+#define RINGMASTER_WORKER_TESTING_FAKE_NODE_SERVICE_H_
 
 // FakeCoordinator: an in-process NodeService on 127.0.0.1 for the worker's
 // tests. It records every call (registrations, session messages, exit
@@ -57,6 +57,8 @@ class FakeNodeService final : public v1::NodeService::Service {
   // (method, its x-ringmaster-node-credential header or "") of every call, in order.
   std::vector<std::pair<std::string, std::string>> credentials() const;
   int heartbeats() const;
+  // Exit reports answered UNAVAILABLE while RefuseExits(true).
+  int refused_exits() const;
   // The first start_result / heartbeat matching `pred`, if any.
   std::optional<v1::StartRanksResult> StartResult(const std::string& job_id, int64_t generation) const;
   bool HeartbeatWith(const std::function<bool(const v1::Heartbeat&)>& pred) const;
@@ -74,6 +76,7 @@ class FakeNodeService final : public v1::NodeService::Service {
   std::optional<grpc::Status> reject_next_;
   std::vector<v1::StopRanks> register_stops_;
   bool refuse_exits_ = false;
+  int refused_exits_ = 0;
   std::optional<grpc::Status> refuse_logs_;
   std::vector<v1::RegisterNodeRequest> registrations_;
   std::vector<v1::WorkerMessage> messages_;
@@ -106,4 +109,4 @@ class FakeCoordinator {
 
 }  // namespace ringmaster::worker::testing
 
-#endif  // RINGMASTER_WORKER_FAKE_NODE_SERVICE_H_
+#endif  // RINGMASTER_WORKER_TESTING_FAKE_NODE_SERVICE_H_

@@ -1,4 +1,4 @@
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "worker/fake_node_service.h"
+#include "worker/testing/fake_node_service.h"
 
 #include <thread>
 
@@ -93,7 +93,10 @@ grpc::Status FakeNodeService::ReportRankExit(grpc::ServerContext* context, const
                                              v1::ReportRankExitResponse*) {
   std::lock_guard<std::mutex> lock(mu_);
   RecordCredential(*context, "ReportRankExit");
-  if (refuse_exits_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "refusing exit reports");
+  if (refuse_exits_) {
+    ++refused_exits_;
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "refusing exit reports");
+  }
   exits_.push_back(*request);
   cv_.notify_all();
   return grpc::Status::OK;
@@ -167,6 +170,11 @@ std::vector<v1::LogLine> FakeNodeService::log_lines() const {
 std::vector<std::string> FakeNodeService::log_node_ids() const {
   std::lock_guard<std::mutex> lock(mu_);
   return log_node_ids_;
+}
+
+int FakeNodeService::refused_exits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_exits_;
 }
 
 int FakeNodeService::heartbeats() const {

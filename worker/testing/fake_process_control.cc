@@ -1,4 +1,4 @@
-#include "worker/fake_process_control.h"
+#include "worker/testing/fake_process_control.h"
 
 #include <signal.h>
 
