@@ -59,12 +59,18 @@ expect 1 'ringmaster: the local cluster is not running; start it with `ringmaste
 expect 2 'ringmaster: local: --coordinator must be an address on this machine (127.0.0.1:PORT), got "example.com:1"' -- \
   --coordinator example.com:1 local up --state-dir "$TEST_TMPDIR/local"
 
-# plan / validate / submit --strict: computed here, nothing is sent.
+# plan / validate / submit --strict: computed here; validate then asks the
+# cluster, and says when there is none.
 EXAMPLES="$TEST_SRCDIR/$TEST_WORKSPACE/examples"
 big=(--set model.gpt.layers=96 --set model.gpt.width=12288 --set model.gpt.heads=96 --set resources.device=cuda
      --set precision.compute=bf16 --gpu a100)
 expect 0 '' -- plan "$EXAMPLES/gpt_text.yaml"
-expect 1 '' -- validate "$EXAMPLES/gpt_text.yaml" "${big[@]}"
+expect 1 'ringmaster: not checked against a cluster: cannot reach the coordinator at 127.0.0.1:1 (connection refused); start one with `ringmaster local up`' -- \
+  --coordinator 127.0.0.1:1 validate "$EXAMPLES/gpt_text.yaml" "${big[@]}"
+expect 1 'ringmaster: not checked against a cluster: --coordinator http://127.0.0.1:1: a gRPC address is host:port, not a URL (--coordinator 127.0.0.1:1)' -- \
+  --coordinator http://127.0.0.1:1 validate "$EXAMPLES/gpt_text.yaml" "${big[@]}"
+expect 2 'ringmaster: --coordinator 127.0.0.1: expected host:port, e.g. 127.0.0.1:50051 (no port given)' -- \
+  --coordinator 127.0.0.1 jobs
 expect 2 "ringmaster: $TEST_TMPDIR/bad.yaml: resources.nodes: must be >= 1, got 0" -- validate "$TEST_TMPDIR/bad.yaml"
 expect 2 "ringmaster: --gpu: v100 not in {h100,h200,a100,cpu} (see --help)" -- plan "$EXAMPLES/gpt_text.yaml" --gpu v100
 expect 2 "ringmaster: error: the plan says it does not fit on NVIDIA A100 SXM4 80 GB: $(
@@ -76,7 +82,7 @@ if ! python3 -c 'import json,sys; p=json.loads(sys.argv[1]); assert p["fits"] an
   echo "FAIL: plan -o json: $out"
   failures=$((failures + 1))
 fi
-out="$("$RINGMASTER" validate "$EXAMPLES/fashion_mnist_cnn.yaml")"
+out="$("$RINGMASTER" --coordinator 127.0.0.1:1 validate "$EXAMPLES/fashion_mnist_cnn.yaml" 2>/dev/null)"
 if [[ "$out" != *"fashion_mnist_cnn.yaml: valid"*"verdict"*"fits:"* ]]; then
   echo "FAIL: validate: $out"
   failures=$((failures + 1))

@@ -36,7 +36,9 @@ struct SubmitOptions {
   bool skip_local_validation = false;
   // The plan (engine/plan/plan.h) on this device type ("": from
   // resources.device) must fit: a warning when it does not, or with strict a
-  // refusal (kExitUsage, nothing sent).
+  // refusal (kExitUsage, nothing sent). strict also refuses what the cluster
+  // could never run or whose data.path is outside its data roots
+  // (client/cluster_check.h).
   std::string gpu;
   bool strict = false;
 };

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/output.h"
 #include "client/rpc_errors.h"
@@ -44,9 +45,44 @@ bool KeepNewer(absl::Time since, v1::LogChunk* chunk) {
   return !lines->empty();
 }
 
+// Why --rank or --generation names what the job never had ("" if it may
+// have it): the coordinator answers those with no lines, which would read as
+// a job that logged nothing.
+std::string MissingLogsTarget(const v1::Job& job, const LogsOptions& options) {
+  const v1::ResourceSpec& resources = job.spec().resources();
+  const int64_t nodes = std::max<int64_t>(resources.nodes(), job.spec().restart().elastic().max_nodes());
+  const int64_t world = std::max<int64_t>(job.placement().world_size(), nodes * resources.ranks_per_node());
+  if (options.rank.has_value() && world > 0 && *options.rank >= world) {
+    return absl::StrCat("--rank ", *options.rank, ": job ", job.id(), " has ", world, " rank", world == 1 ? "" : "s",
+                        " (0 to ", world - 1, ")");
+  }
+  const bool more_may_come = options.follow && !IsTerminal(job.state());
+  if (options.generation > job.generation() && !more_may_come) {
+    return absl::StrCat("--generation ", options.generation, ": job ", job.id(),
+                        job.generation() == 0 ? " has not started yet"
+                                              : absl::StrCat(" has generations 1 to ", job.generation()));
+  }
+  return "";
+}
+
 }  // namespace
 
 int RunLogs(JobStub& stub, const GlobalOptions& global, const LogsOptions& options, Console& console) {
+  if (options.rank.has_value() || options.generation > 0) {
+    grpc::ClientContext get_context;
+    SetTimeout(&get_context, global.rpc_timeout);
+    v1::GetJobRequest get;
+    get.set_job_id(options.job_id);
+    v1::GetJobResponse got;
+    grpc::Status status = stub.GetJob(&get_context, get, &got);
+    if (!status.ok()) {
+      return ReportRpcError(status, {global.coordinator, "GetJob", options.job_id, global.rpc_timeout}, console.err);
+    }
+    if (std::string missing = MissingLogsTarget(got.job(), options); !missing.empty()) {
+      console.err << "ringmaster: " << missing << "\n";
+      return kExitError;
+    }
+  }
   v1::StreamLogsRequest request;
   request.set_job_id(options.job_id);
   if (options.rank.has_value()) request.set_rank(*options.rank);

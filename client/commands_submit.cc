@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/cluster_check.h"
 #include "client/commands.h"
 #include "client/output.h"
 #include "client/plan_command.h"
@@ -41,7 +42,9 @@ absl::Status InStdin(const absl::Status& status) {
 // `submit -`: the spec on `in`, read as ReadJobSpecFile reads a file (parse,
 // overrides, name; no defaults), JSON when its first non-blank character is
 // '{', else YAML; named "stdin" unless it or a --set names it.
-absl::StatusOr<v1::JobSpec> ReadJobSpecStdin(std::istream* in, const std::vector<std::string>& overrides) {
+// *written: the spec before the overrides.
+absl::StatusOr<v1::JobSpec> ReadJobSpecStdin(std::istream* in, const std::vector<std::string>& overrides,
+                                             v1::JobSpec* written) {
   if (in == nullptr) return absl::FailedPreconditionError("submit -: there is no standard input to read");
   std::string text;
   char buffer[1 << 16];
@@ -58,7 +61,9 @@ absl::StatusOr<v1::JobSpec> ReadJobSpecStdin(std::istream* in, const std::vector
   absl::StatusOr<v1::JobSpec> parsed = ParseJobSpec(text, format);
   if (!parsed.ok()) return InStdin(parsed.status());
   v1::JobSpec spec = *std::move(parsed);
-  for (const std::string& assignment : overrides) RETURN_IF_ERROR(ApplyOverride(&spec, assignment));
+  *written = spec;
+  if (written->name().empty()) written->set_name(kStdinName);
+  RETURN_IF_ERROR(ApplyOverrides(&spec, overrides));
   if (spec.name().empty()) spec.set_name(kStdinName);
   return spec;
 }
@@ -68,7 +73,8 @@ absl::StatusOr<v1::JobSpec> ReadJobSpecStdin(std::istream* in, const std::vector
 int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& options, Console& console) {
   // Sent as written (the coordinator applies the defaults and keeps both, so
   // `describe` can say where each value came from); checked here completed.
-  absl::StatusOr<v1::JobSpec> spec = options.file == "-" ? ReadJobSpecStdin(console.in, options.overrides)
+  v1::JobSpec written;  // stdin's before the overrides (a file is read again)
+  absl::StatusOr<v1::JobSpec> spec = options.file == "-" ? ReadJobSpecStdin(console.in, options.overrides, &written)
                                                          : ReadJobSpecFile(options.file, options.overrides);
   if (!spec.ok()) {
     console.err << "ringmaster: " << spec.status().message() << "\n";
@@ -78,11 +84,22 @@ int RunSubmit(JobStub& stub, const GlobalOptions& global, const SubmitOptions& o
     v1::JobSpec effective = *spec;
     ApplyDefaults(&effective);
     if (absl::Status valid = ValidateJobSpec(effective); !valid.ok()) {
-      console.err << "ringmaster: " << (options.file == "-" ? kStdinName : options.file) << ": " << valid.message()
+      // Blame the file or the --set that made it invalid.
+      const std::string origin = options.file == "-" ? kStdinName : options.file;
+      if (options.file != "-") {
+        absl::StatusOr<v1::JobSpec> file = ReadJobSpecFile(options.file);
+        if (file.ok()) written = *std::move(file);
+      }
+      absl::Status blamed = ValidateOverridden(written, origin, options.overrides);
+      console.err << "ringmaster: " << (blamed.ok() ? absl::StrCat(origin, ": ", valid.message()) : blamed.message())
                   << "\n";
       return kExitUsage;
     }
     if (!CheckFitBeforeSubmit(effective, options.gpu, options.strict, console)) return kExitUsage;
+    if (options.strict &&
+        !ReportClusterVerdict(CheckAgainstCluster(stub, global, *spec, effective), global, "error", console)) {
+      return kExitUsage;
+    }
   }
   v1::SubmitJobRequest request;
   *request.mutable_spec() = *std::move(spec);

@@ -377,7 +377,38 @@ TEST_F(CommandsTest, LogsArePrefixedWithTheRankAndMergedByTime) {
   EXPECT_FALSE(sent.follow());
 }
 
+// A job of 2 nodes x 2 ranks in its `generation`.
+void SetLogsJob(v1::GetJobResponse* get, int64_t generation, v1::JobState state) {
+  get->mutable_job()->set_id("j-42");
+  get->mutable_job()->set_generation(generation);
+  get->mutable_job()->set_state(state);
+  get->mutable_job()->mutable_spec()->mutable_resources()->set_nodes(2);
+  get->mutable_job()->mutable_spec()->mutable_resources()->set_ranks_per_node(2);
+}
+
+TEST_F(CommandsTest, LogsOfARankOrGenerationTheJobNeverHadFail) {
+  SetLogsJob(&script().get, 2, v1::JOB_STATE_SUCCEEDED);
+  LogsOptions options;
+  options.job_id = "j-42";
+  options.rank = 4;
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitError);
+  EXPECT_EQ(err_.str(), "ringmaster: --rank 4: job j-42 has 4 ranks (0 to 3)\n");
+  err_.str("");
+  options.rank = 3;
+  options.generation = 9;
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitError);
+  EXPECT_EQ(err_.str(), "ringmaster: --generation 9: job j-42 has generations 1 to 2\n");
+  EXPECT_TRUE(calls().logs.empty());
+  // Following a running job: its next generation may still come.
+  SetLogsJob(&script().get, 2, v1::JOB_STATE_RUNNING);
+  options.generation = 3;
+  options.follow = true;
+  EXPECT_EQ(RunLogs(*stub_, global_, options, console_), kExitOk);
+  EXPECT_EQ(calls().logs.size(), 1u);
+}
+
 TEST_F(CommandsTest, LogsFollowOneRank) {
+  SetLogsJob(&script().get, 1, v1::JOB_STATE_RUNNING);
   v1::LogChunk chunk;
   AddLine(&chunk, 3, kT0, "hello");
   script().log_chunks = {chunk};
@@ -403,6 +434,7 @@ TEST_F(CommandsTest, LogsSinceTimestampsAndGeneration) {
   AddLine(&mixed, 0, kT0 - 60, "step 10");
   AddLine(&mixed, 1, kT0 - 30, "step 10 too")->mutable_time()->set_nanos(500000000);
   script().log_chunks = {old, mixed};
+  SetLogsJob(&script().get, 2, v1::JOB_STATE_RUNNING);
   LogsOptions options;
   options.job_id = "j-42";
   options.since = absl::Minutes(10);

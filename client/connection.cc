@@ -23,6 +23,28 @@ bool IsLocalTarget(const std::string& target) {
 
 }  // namespace
 
+absl::Status CheckCoordinatorAddress(const std::string& target) {
+  for (const char* scheme : {"unix:", "unix-abstract:", "ipv4:", "ipv6:", "dns:"}) {
+    if (absl::StartsWith(target, scheme)) return absl::OkStatus();
+  }
+  const size_t url = target.find("://");
+  if (url != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("--coordinator ", target, ": a gRPC address is host:port, not a URL (",
+                                                   "--coordinator ", target.substr(url + 3), ")"));
+  }
+  // The port follows the last ':' (after the ']' of an IPv6 literal).
+  const size_t bracket = target.rfind(']');
+  const size_t colon = target.rfind(':');
+  const bool has_port = colon != std::string::npos && (bracket == std::string::npos || colon > bracket) &&
+                        colon + 1 < target.size() &&
+                        target.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+  if (!has_port) {
+    return absl::InvalidArgumentError(absl::StrCat("--coordinator ", target,
+                                                   ": expected host:port, e.g. 127.0.0.1:50051 (no port given)"));
+  }
+  return absl::OkStatus();
+}
+
 std::string DefaultTokenPath(const std::string& home, const std::string& xdg_config_home) {
   if (!xdg_config_home.empty()) return xdg_config_home + "/ringmaster/token";
   return (home.empty() ? std::string("/nonexistent") : home) + "/.config/ringmaster/token";
@@ -37,6 +59,7 @@ absl::StatusOr<std::string> LoadToken(const ConnectionOptions& options) {
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> ConnectToCoordinator(const ConnectionOptions& options) {
+  RETURN_IF_ERROR(CheckCoordinatorAddress(options.coordinator));
   std::unique_ptr<TlsMaterial> tls;
   if (!options.tls_ca.empty()) {
     ASSIGN_OR_RETURN(TlsMaterial loaded, LoadTlsMaterial({options.tls_ca, "", ""}, /*require_identity=*/false));

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 
@@ -36,9 +37,14 @@ std::string DefaultTokenPath(const std::string& home, const std::string& xdg_con
 // never the token.
 absl::StatusOr<std::string> LoadToken(const ConnectionOptions& options);
 
+// OK for a gRPC target: host:port, [v6]:port, unix:PATH, or one with a gRPC
+// scheme (ipv4:, ipv6:, dns:, unix-abstract:). INVALID_ARGUMENT naming
+// --coordinator and the fix otherwise: a URL (http://h:p), no port.
+absl::Status CheckCoordinatorAddress(const std::string& target);
+
 // The channel, or INVALID_ARGUMENT/NOT_FOUND/PERMISSION_DENIED naming the
-// flag (a non-local coordinator without --tls-ca, an unreadable CA or
-// token file).
+// flag (a malformed address, a non-local coordinator without --tls-ca, an
+// unreadable CA or token file).
 absl::StatusOr<std::shared_ptr<grpc::Channel>> ConnectToCoordinator(const ConnectionOptions& options);
 
 }  // namespace ringmaster::client

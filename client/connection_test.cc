@@ -65,5 +65,25 @@ TEST(ConnectionTest, RemoteCoordinatorNeedsTls) {
   EXPECT_EQ(ConnectToCoordinator(options).status().code(), absl::StatusCode::kNotFound);
 }
 
+// A malformed address is named as such, not mistaken for a remote one that
+// needs TLS.
+TEST(ConnectionTest, AnAddressWithoutAPortOrWithAUrlSchemeIsNamed) {
+  ConnectionOptions options;
+  options.home = TempDir("home-address");
+  options.coordinator = "127.0.0.1";
+  EXPECT_EQ(ConnectToCoordinator(options).status().message(),
+            "--coordinator 127.0.0.1: expected host:port, e.g. 127.0.0.1:50051 (no port given)");
+  options.coordinator = "http://127.0.0.1:50777";
+  EXPECT_EQ(ConnectToCoordinator(options).status().message(),
+            "--coordinator http://127.0.0.1:50777: a gRPC address is host:port, not a URL (--coordinator "
+            "127.0.0.1:50777)");
+  for (const char* bad : {"localhost:", "[::1]", "host:port"}) {
+    EXPECT_EQ(CheckCoordinatorAddress(bad).code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  for (const char* good : {"[::1]:9", "unix:/x.sock", "dns:///c:1", "c.example:50051"}) {
+    EXPECT_TRUE(CheckCoordinatorAddress(good).ok()) << good;
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::client

@@ -169,6 +169,24 @@ std::optional<std::string> AwaitWorker(const GlobalOptions& global, const LocalO
   }
 }
 
+std::vector<std::string> WorkerArgs(const LocalOptions& options, const std::string& address, const Component& c) {
+  // A local cluster stays on loopback: the ranks advertise and connect to
+  // 127.0.0.1, never the machine's other addresses.
+  std::vector<std::string> args = {"--coordinator", address,  "--cpu-slots", absl::StrCat(options.cpu_slots),
+                                   "--state-dir",   c.state_dir, "--listen-address", "127.0.0.1"};
+  // The coordinator's metrics host, any free port: never the coordinator's.
+  const size_t colon = options.metrics_listen.rfind(':');
+  args.push_back("--metrics-listen");
+  args.push_back(options.metrics_listen.empty() ? ""
+                 : colon == std::string::npos ? options.metrics_listen + ":0"
+                                              : options.metrics_listen.substr(0, colon) + ":0");
+  if (!options.data_roots.empty()) {
+    args.push_back("--data-roots");
+    args.push_back(absl::StrJoin(options.data_roots, ","));
+  }
+  return args;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> LocalListenAddress(const std::string& coordinator) {
@@ -218,7 +236,8 @@ int RunLocalUp(const GlobalOptions& global, const LocalOptions& options, Console
     return kExitError;  // ~Rollback stops what this call started
   };
 
-  auto coordinator_pid = Ensure(options, coordinator, {"--listen", *address, "--state-dir", coordinator.state_dir});
+  auto coordinator_pid = Ensure(options, coordinator, {"--listen", *address, "--state-dir", coordinator.state_dir,
+                                                       "--metrics-listen", options.metrics_listen});
   if (!coordinator_pid.ok()) return fail(std::string(coordinator_pid.status().message()));
   if (coordinator_pid->second) rollback.Started(coordinator.pid_file);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(*address, grpc::InsecureChannelCredentials());
@@ -227,11 +246,7 @@ int RunLocalUp(const GlobalOptions& global, const LocalOptions& options, Console
   }
 
   const absl::Time worker_since = options.clock->Now() - absl::Seconds(1);
-  auto worker_pid = Ensure(options, worker,
-                           // A local cluster stays on loopback: the ranks advertise and
-                           // connect to 127.0.0.1, never the machine's other addresses.
-                           {"--coordinator", *address, "--cpu-slots", absl::StrCat(options.cpu_slots), "--state-dir",
-                            worker.state_dir, "--listen-address", "127.0.0.1"});
+  auto worker_pid = Ensure(options, worker, WorkerArgs(options, *address, worker));
   if (!worker_pid.ok()) return fail(std::string(worker_pid.status().message()));
   if (worker_pid->second) rollback.Started(worker.pid_file);
   std::unique_ptr<v1::JobService::Stub> stub = v1::JobService::NewStub(channel);

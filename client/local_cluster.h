@@ -8,10 +8,13 @@
 //   DIR/worker.pid       DIR/worker.log       DIR/worker/       (its --state-dir)
 //
 // They are started as
-//   ringmaster-coordinator --listen ADDR --state-dir DIR/coordinator
+//   ringmaster-coordinator --listen ADDR --state-dir DIR/coordinator --metrics-listen M
 //   ringmaster-worker --coordinator ADDR --cpu-slots N --state-dir DIR/worker
+//       --listen-address 127.0.0.1 --metrics-listen W [--data-roots R1,R2]
 // where ADDR is the CLI's --coordinator address, which must be on this
-// machine (127.0.0.1:PORT, localhost:PORT or [::1]:PORT).
+// machine (127.0.0.1:PORT, localhost:PORT or [::1]:PORT). M is
+// LocalOptions::metrics_listen and W the same host with port 0 (both "" when
+// it is empty), so that clusters with different ADDRs run side by side.
 //
 // up: starts whichever is not running; waits (startup_timeout) until the
 //   coordinator answers gRPC health checking with SERVING and then until the
@@ -24,6 +27,7 @@
 //   and the coordinator serves.
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -42,6 +46,11 @@ struct LocalOptions {
   std::string bin_dir;
   std::string self_exe;  // the CLI's own path (/proc/self/exe)
   int cpu_slots = 1;     // the worker's --cpu-slots
+  // The coordinator's /metrics address; port 0: any free port (its log
+  // names it); empty: no /metrics on either daemon.
+  std::string metrics_listen = "127.0.0.1:0";
+  // The worker's --data-roots (where data.path may point); empty: its default.
+  std::vector<std::string> data_roots;
   absl::Duration startup_timeout = absl::Seconds(30);
   absl::Duration stop_grace = absl::Seconds(10);
   Clock* clock = Clock::Real();  // paces polling

@@ -86,10 +86,11 @@ TEST_F(LocalClusterTest, UpStartsBothWithTheirFlagsStatusThenDownStopsThem) {
   ASSERT_EQ(Up(), kExitOk) << err_.str();
   EXPECT_EQ(err_.str(), "");
   EXPECT_EQ(ReadAll(options_.bin_dir + "/coordinator.args"),
-            absl::StrCat("--listen ", fake_.address(), " --state-dir ", options_.state_dir, "/coordinator\n"));
+            absl::StrCat("--listen ", fake_.address(), " --state-dir ", options_.state_dir,
+                         "/coordinator --metrics-listen 127.0.0.1:0\n"));
   EXPECT_EQ(ReadAll(options_.bin_dir + "/worker.args"),
             absl::StrCat("--coordinator ", fake_.address(), " --cpu-slots 3 --state-dir ", options_.state_dir,
-                         "/worker --listen-address 127.0.0.1\n"));
+                         "/worker --listen-address 127.0.0.1 --metrics-listen 127.0.0.1:0\n"));
   const DaemonState coordinator = ReadDaemon(State("coordinator.pid"));
   const DaemonState worker = ReadDaemon(State("worker.pid"));
   EXPECT_TRUE(coordinator.running);
@@ -126,6 +127,22 @@ TEST_F(LocalClusterTest, UpStartsBothWithTheirFlagsStatusThenDownStopsThem) {
   EXPECT_THAT(out_.str(), HasSubstr("worker       not running"));
   EXPECT_EQ(RunLocalStatus(global_, options_, console_), kExitError);
   EXPECT_EQ(err_.str(), "ringmaster: the local cluster is not running; start it with `ringmaster local up`\n");
+}
+
+TEST_F(LocalClusterTest, MetricsAddressAndDataRootsReachTheDaemons) {
+  options_.metrics_listen = "127.0.0.1:9500";
+  options_.data_roots = {"/data/a", "/data/b"};
+  ASSERT_EQ(Up(), kExitOk) << err_.str();
+  EXPECT_THAT(ReadAll(options_.bin_dir + "/coordinator.args"), HasSubstr(" --metrics-listen 127.0.0.1:9500\n"));
+  EXPECT_THAT(ReadAll(options_.bin_dir + "/worker.args"),
+              HasSubstr(" --metrics-listen 127.0.0.1:0 --data-roots /data/a,/data/b\n"));
+  ASSERT_EQ(RunLocalDown(global_, options_, console_), kExitOk);
+  // Empty: neither serves /metrics (an empty argument each).
+  options_.metrics_listen = "";
+  options_.data_roots = {};
+  ASSERT_EQ(Up(), kExitOk) << err_.str();
+  EXPECT_THAT(ReadAll(options_.bin_dir + "/coordinator.args"), HasSubstr(" --metrics-listen \n"));
+  EXPECT_THAT(ReadAll(options_.bin_dir + "/worker.args"), HasSubstr("127.0.0.1 --metrics-listen \n"));
 }
 
 TEST_F(LocalClusterTest, CoordinatorThatExitsIsReportedWithItsLastLogLine) {

@@ -251,8 +251,9 @@ int main(int argc, char** argv) {
   PlanCommandOptions plan;
   CLI::App* plan_cmd =
       app.add_subcommand("plan", "What a spec needs before it runs: memory per rank, step time, time to the end");
-  CLI::App* validate_cmd =
-      app.add_subcommand("validate", "Check a spec and print its plan (exit 1 when it does not fit)");
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "Check a spec and print its plan, then check it against the cluster at --coordinator when one "
+                  "answers: a node that could run it, data.path in the data roots (exit 1 when it does not fit)");
   for (CLI::App* sub : {plan_cmd, validate_cmd}) {
     sub->add_option("file", plan.file, "Job spec file (.yaml, .yml or .json)")->required();
     sub->add_option("--set", plan.overrides, "Override a field: key.path=value (repeatable)")->allow_extra_args(false);
@@ -271,7 +272,8 @@ int main(int argc, char** argv) {
 
   LocalOptions local;
   local.state_dir = DefaultStateDir();
-  local.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
+  // At least 2: every example (examples/*.yaml) runs 2 ranks of 1 CPU slot.
+  local.cpu_slots = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
   int startup_seconds = 30;
   CLI::App* local_cmd = app.add_subcommand("local", "A coordinator and a worker on this machine");
   local_cmd->require_subcommand(1);
@@ -280,6 +282,13 @@ int main(int argc, char** argv) {
   local_cmd->add_option("--cpu-slots", local.cpu_slots, "CPU ranks the worker offers")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  ringmaster::AddClearableOption(*local_cmd, "--metrics-listen", &local.metrics_listen,
+                                 "The coordinator's /metrics (host:port; port 0: any free port, named in "
+                                 "coordinator.log); the worker's is on the same host, any free port; empty: none");
+  local_cmd->add_option("--data-roots", local.data_roots,
+                        "Directories a job's data.path may lie in (the worker's --data-roots, comma-separated; "
+                        "default: the worker's)")
+      ->delimiter(',');
   local_cmd->add_option("--timeout", startup_seconds, "Seconds `up` waits for the daemons")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
@@ -289,7 +298,8 @@ int main(int argc, char** argv) {
   CLI::App* status_cmd = local_cmd->add_subcommand("status", "Show them and the nodes");
   for (CLI::App* sub : {up_cmd, down_cmd, status_cmd}) sub->fallthrough();
   local_cmd->footer("Example: ringmaster local up --cpu-slots 4");
-  up_cmd->footer("Example: ringmaster local up --cpu-slots 4 --timeout 60");
+  up_cmd->footer("Example: ringmaster local up --cpu-slots 4 --timeout 60\n"
+                 "A second cluster: ringmaster --coordinator 127.0.0.1:50052 local up --state-dir /tmp/rm2");
   down_cmd->footer("Example: ringmaster local down");
   status_cmd->footer("Example: ringmaster local status -o json");
 
@@ -330,12 +340,16 @@ int main(int argc, char** argv) {
     return RunLocalStatus(global, local, console);
   }
   if (plan_cmd->parsed()) return RunPlan(global, plan, console);
-  if (validate_cmd->parsed()) return RunValidate(global, plan, console);
 
   connection.coordinator = global.coordinator;
   connection.home = Getenv("HOME");
   connection.xdg_config_home = Getenv("XDG_CONFIG_HOME");
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ConnectToCoordinator(connection);
+  if (validate_cmd->parsed()) {  // against the cluster when there is one to ask
+    if (!channel.ok()) return RunValidate(global, plan, console, nullptr, std::string(channel.status().message()));
+    std::unique_ptr<JobStub> stub = ringmaster::v1::JobService::NewStub(*channel);
+    return RunValidate(global, plan, console, stub.get());
+  }
   if (!channel.ok()) {
     std::cerr << "ringmaster: " << channel.status().message() << "\n";
     return kExitUsage;

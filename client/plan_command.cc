@@ -1,6 +1,7 @@
 #include "client/plan_command.h"
 
 #include "absl/strings/str_format.h"
+#include "client/cluster_check.h"
 #include "client/output.h"
 #include "common/spec.h"
 #include "engine/plan/plan.h"
@@ -13,6 +14,10 @@ std::string DefaultDevice(const v1::JobSpec& spec) {
 }
 
 absl::StatusOr<engine::plan::Plan> PlanOf(const v1::JobSpec& spec, const std::string& gpu, double mfu) {
+  if (spec.has_program()) {
+    return absl::InvalidArgumentError(
+        "program: the planner models the built-in trainer only; a program's memory and step time are its own");
+  }
   auto device = engine::plan::FindDevice(gpu.empty() ? DefaultDevice(spec) : gpu);
   if (!device.ok()) return device.status();
   engine::plan::PlanOptions options;
@@ -48,7 +53,8 @@ int RunPlan(const GlobalOptions& global, const PlanCommandOptions& options, Cons
   return kExitOk;
 }
 
-int RunValidate(const GlobalOptions& global, const PlanCommandOptions& options, Console& console) {
+int RunValidate(const GlobalOptions& global, const PlanCommandOptions& options, Console& console,
+                v1::JobService::StubInterface* stub, const std::string& no_cluster) {
   absl::StatusOr<engine::plan::Plan> plan = Load(options);
   if (!plan.ok()) {
     console.err << "ringmaster: " << plan.status().message() << "\n";
@@ -56,10 +62,22 @@ int RunValidate(const GlobalOptions& global, const PlanCommandOptions& options, 
   }
   if (!IsStructured(global.output)) console.out << options.file << ": valid\n\n";
   Print(global, *plan, console);
-  return plan->fits ? kExitOk : kExitError;
+  ClusterVerdict verdict;
+  verdict.not_checked = no_cluster;
+  if (stub != nullptr) {
+    absl::StatusOr<v1::JobSpec> sent = ReadJobSpecFile(options.file, options.overrides);
+    absl::StatusOr<v1::JobSpec> effective = LoadJobSpecFile(options.file, options.overrides);
+    if (sent.ok() && effective.ok()) verdict = CheckAgainstCluster(*stub, global, *sent, *effective);
+  }
+  const bool cluster_ok = ReportClusterVerdict(verdict, global, "error", console);
+  if (verdict.checked && cluster_ok && !IsStructured(global.output)) {
+    console.out << "\n" << options.file << ": the cluster at " << global.coordinator << " can run it\n";
+  }
+  return plan->fits && cluster_ok ? kExitOk : kExitError;
 }
 
 bool CheckFitBeforeSubmit(const v1::JobSpec& spec, const std::string& gpu, bool strict, Console& console) {
+  if (spec.has_program()) return true;  // the planner models the built-in trainer only
   absl::StatusOr<engine::plan::Plan> plan = PlanOf(spec, gpu, engine::plan::PlanOptions().mfu);
   if (!plan.ok()) {
     console.err << "ringmaster: warning: no plan for this spec: " << plan.status().message() << "\n";

@@ -3,13 +3,14 @@
 
 // `ringmaster plan` and `validate`, and submit's fit check: what a spec needs
 // on a device type (engine/plan/plan.h), computed here, before anything is
-// sent. No coordinator is involved.
+// sent. Only `validate` asks a coordinator (about the cluster).
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "client/cli.h"
+#include "proto/job_service.grpc.pb.h"
 #include "proto/job_spec.pb.h"
 
 namespace ringmaster::client {
@@ -26,9 +27,13 @@ struct PlanCommandOptions {
 // bad spec or flag (one line naming it).
 int RunPlan(const GlobalOptions& global, const PlanCommandOptions& options, Console& console);
 
-// Checks the spec ("FILE: valid" and the plan). kExitUsage for a bad spec;
-// kExitError when the plan says it does not fit.
-int RunValidate(const GlobalOptions& global, const PlanCommandOptions& options, Console& console);
+// Checks the spec ("FILE: valid" and the plan), then against the cluster at
+// global.coordinator through `stub` (client/cluster_check.h) when one answers;
+// stub null: `no_cluster` says why there is none to ask. kExitUsage for a bad
+// spec; kExitError when the plan says it does not fit or the cluster could
+// not run it.
+int RunValidate(const GlobalOptions& global, const PlanCommandOptions& options, Console& console,
+                v1::JobService::StubInterface* stub, const std::string& no_cluster = "");
 
 // Before a submit: warns on console.err when `spec` does not fit `gpu` (as
 // PlanCommandOptions::gpu); strict: refuses instead (false). A spec the

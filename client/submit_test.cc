@@ -135,6 +135,14 @@ TEST_F(SubmitTest, BadSpecIsOneLineNamingTheFieldAndNothingIsSent) {
   options_.overrides = {"optimizer.lr=fast"};
   EXPECT_EQ(Run(), kExitUsage);
   EXPECT_EQ(err_.str(), "ringmaster: optimizer.lr: expected a number, got \"fast\" (in --set \"optimizer.lr=fast\")\n");
+
+  // A well-formed --set that makes a valid file invalid is blamed, not the file.
+  err_.str("");
+  options_.overrides = {"data.batch_size=32", "training.steps=0"};
+  EXPECT_EQ(Run(), kExitUsage);
+  EXPECT_EQ(err_.str(), "ringmaster: training.steps: must be >= 1, got 0 (after --set \"training.steps=0\"; " +
+                            options_.file + " alone is valid)\n");
+  EXPECT_TRUE(calls().submit.empty());
 }
 
 TEST_F(SubmitTest, ServerRejectionPassesItsMessage) {
@@ -178,6 +186,31 @@ TEST_F(SubmitTest, WaitFailedOrCancelledExitsNonZeroWithTheReason) {
   script().watch_streams = {{Update(v1::JOB_STATE_CANCELLED, 10, "cancelled by alice")}};
   EXPECT_EQ(Run(), kExitJobFailed);
   EXPECT_EQ(err_.str(), "ringmaster: job j-42 CANCELLED after 1m30s at step 10/100 (10%): cancelled by alice\n");
+}
+
+// What no registered node could ever run is not waited on forever.
+TEST_F(SubmitTest, WaitAndFollowStopWhenNoNodeCouldEverRunTheJob) {
+  v1::WatchJobResponse stuck = Update(v1::JOB_STATE_QUEUED, 0, "waiting");
+  stuck.mutable_job()->clear_start_time();
+  stuck.mutable_job()->set_unschedulable("needs 1 node with 4 free CPU slots each; only 0 schedulable nodes could "
+                                         "ever hold that");
+  script().watch_streams = {{stuck}};
+  const std::string want =
+      "ringmaster: job j-42 cannot start: no registered node could ever run it: needs 1 node with 4 free CPU slots "
+      "each; only 0 schedulable nodes could ever hold that; it stays QUEUED until such a node registers "
+      "(`ringmaster nodes` lists them; `ringmaster cancel j-42` removes it)\n";
+  for (bool follow : {false, true}) {
+    err_.str("");
+    options_.wait = !follow;
+    options_.follow = follow;
+    EXPECT_EQ(Run(), kExitJobFailed);
+    EXPECT_EQ(err_.str(), want);
+  }
+  // A job that ran before (a drained node's, requeued) is waited on: it ran.
+  stuck.mutable_job()->set_generation(1);
+  script().watch_streams = {{stuck, Update(v1::JOB_STATE_SUCCEEDED, 100)}};
+  err_.str("");
+  EXPECT_EQ(Run(), kExitOk) << err_.str();
 }
 
 TEST_F(SubmitTest, FollowShowsEventsProgressAndTheTestResult) {

@@ -17,6 +17,10 @@ constexpr int kMaxFruitlessReconnects = 5;
 
 }  // namespace
 
+bool Unstartable(const v1::Job& job) {
+  return job.state() == v1::JOB_STATE_QUEUED && job.generation() == 0 && !job.unschedulable().empty();
+}
+
 WatchOutcome WatchToEnd(v1::JobService::StubInterface& stub, const GlobalOptions& global, const std::string& job_id,
                         const std::function<void(const v1::WatchJobResponse&)>& on_update) {
   WatchOutcome outcome;
@@ -36,7 +40,7 @@ WatchOutcome WatchToEnd(v1::JobService::StubInterface& stub, const GlobalOptions
       for (const v1::JobEvent& event : response.events()) after_sequence = std::max(after_sequence, event.sequence());
       outcome.job = response.job();
       on_update(response);
-      terminal = IsTerminal(response.job().state());
+      terminal = IsTerminal(response.job().state()) || Unstartable(response.job());
     }
     if (terminal) {
       context.TryCancel();
@@ -75,7 +79,7 @@ WatchOutcome WatchToEnd(v1::JobService::StubInterface& stub, const GlobalOptions
       outcome.rpc = "GetJob";
       return outcome;
     }
-    if (IsTerminal(got.job().state())) {
+    if (IsTerminal(got.job().state()) || Unstartable(got.job())) {
       v1::WatchJobResponse last;
       *last.mutable_job() = got.job();
       outcome.job = got.job();
@@ -120,6 +124,12 @@ int FollowJob(v1::JobService::StubInterface& stub, const GlobalOptions& global, 
                           console.err);
   }
   if (structured && !show_progress) PrintMessage(last, global.output, console.out);
+  if (Unstartable(outcome.job)) {
+    console.err << "ringmaster: job " << job_id << " cannot start: no registered node could ever run it: "
+                << outcome.job.unschedulable() << "; it stays QUEUED until such a node registers (`ringmaster "
+                << "nodes` lists them; `ringmaster cancel " << job_id << "` removes it)\n";
+    return kExitJobFailed;
+  }
   const std::string final_line = FormatFinalLine(outcome.job, console.clock->Now());
   if (outcome.job.state() != v1::JOB_STATE_SUCCEEDED) {
     console.err << "ringmaster: " << final_line << "\n";

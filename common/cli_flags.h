@@ -39,6 +39,16 @@ inline void AddCommonFlags(CLI::App& app, CommonFlags* flags) {
   app.add_option("--log-file", flags->log_file, "Append logs to this file instead of stderr");
 }
 
+// A string option whose empty value turns something off (`--metrics-listen=`,
+// `--metrics-listen ""`). CLI11 refuses `--flag=` unless the option may take
+// no value, and would then put a captured default in place of the empty
+// value: so the default is written into the description instead.
+inline CLI::Option* AddClearableOption(CLI::App& app, const std::string& name, std::string* value,
+                                       const std::string& description) {
+  return app.add_option(name, *value, description + " (default: " + (value->empty() ? "empty" : *value) + ")")
+      ->expected(0, 1);
+}
+
 // A duration on the command line, the same syntax for every flag of every
 // daemon: absl::ParseDuration's ("30s", "500ms", "5m", "1h30m"), or a bare
 // number of seconds ("30"). INVALID_ARGUMENT naming `flag` for anything else,

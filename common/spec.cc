@@ -3,6 +3,8 @@
 
 #include "common/spec.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -43,6 +45,21 @@ absl::Status WithPrefix(absl::string_view prefix, const absl::Status& status) {
 absl::Status WithSuffix(const absl::Status& status, absl::string_view suffix) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(status.message(), suffix));
+}
+
+// The field an assignment sets, lower case without '_' ("lrschedule.warmupsteps"), so
+// that proto and JSON names compare equal.
+std::string SetKey(absl::string_view assignment) {
+  std::string key = absl::AsciiStrToLower(absl::StripAsciiWhitespace(assignment.substr(0, assignment.find('='))));
+  key.erase(std::remove(key.begin(), key.end(), '_'), key.end());
+  return key;
+}
+
+absl::StatusOr<v1::JobSpec> Overridden(v1::JobSpec spec, const std::vector<std::string>& overrides) {
+  const std::string name = spec.name();
+  RETURN_IF_ERROR(ApplyOverrides(&spec, overrides));
+  if (spec.name().empty()) spec.set_name(name);  // as ReadJobSpecFile names it
+  return spec;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -217,16 +234,34 @@ absl::Status ApplyOverride(v1::JobSpec* spec, std::string_view std_assignment) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A program's relative working_dir is taken against the spec file's
+// directory: the worker runs the program on a node, where the CLI's current
+// directory means nothing.
+void AnchorWorkingDir(const std::string& spec_path, v1::JobSpec* spec) {
+  if (!spec->has_program()) return;
+  const std::string& dir = spec->program().working_dir();
+  if (dir.empty() || dir[0] == '/') return;
+  std::error_code ec;
+  const std::filesystem::path base = std::filesystem::absolute(spec_path, ec).parent_path();
+  if (ec) return;  // validation then names the relative path
+  std::string anchored = (base / dir).lexically_normal().string();
+  if (anchored.size() > 1 && anchored.back() == '/') anchored.pop_back();
+  spec->mutable_program()->set_working_dir(anchored);
+}
+
+}  // namespace
+
 absl::StatusOr<v1::JobSpec> ReadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides) {
   ASSIGN_OR_RETURN(const SpecFormat format, SpecFormatFromPath(path));
   ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
   absl::StatusOr<v1::JobSpec> parsed = ParseJobSpec(text, format);
   if (!parsed.ok()) return WithPrefix(absl::StrCat(path, ": "), parsed.status());
   v1::JobSpec spec = *std::move(parsed);
-  for (const std::string& assignment : overrides) {
-    RETURN_IF_ERROR(ApplyOverride(&spec, assignment));
-  }
+  RETURN_IF_ERROR(ApplyOverrides(&spec, overrides));
   if (spec.name().empty()) spec.set_name(NameFromPath(path));
+  AnchorWorkingDir(path, &spec);
   return spec;
 }
 
@@ -234,8 +269,52 @@ absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path, const std::
                                             bool validate) {
   ASSIGN_OR_RETURN(v1::JobSpec spec, ReadJobSpecFile(path, overrides));
   ApplyDefaults(&spec);
-  if (validate) RETURN_IF_ERROR(WithPrefix(absl::StrCat(path, ": "), ValidateJobSpec(spec)));
+  if (!validate) return spec;
+  if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) {
+    absl::StatusOr<v1::JobSpec> written = ReadJobSpecFile(path);
+    absl::Status blamed = written.ok() ? ValidateOverridden(*written, path, overrides) : absl::OkStatus();
+    // OK only if the file changed between the two reads.
+    return blamed.ok() ? WithPrefix(absl::StrCat(path, ": "), valid) : blamed;
+  }
   return spec;
+}
+
+absl::Status ApplyOverrides(v1::JobSpec* spec, const std::vector<std::string>& overrides) {
+  bool steps_set = false;
+  bool warmup_set = false;
+  for (const std::string& assignment : overrides) {
+    RETURN_IF_ERROR(ApplyOverride(spec, assignment));
+    const std::string key = SetKey(assignment);
+    steps_set = steps_set || key == "training.steps";
+    warmup_set = warmup_set || key == "lrschedule.warmupsteps";
+  }
+  if (steps_set && !warmup_set && spec->training().has_steps() &&
+      spec->lr_schedule().warmup_steps() >= spec->training().steps()) {
+    // The spec's warm-up was written for a longer run: a --set that shortens
+    // the run shortens its warm-up to a tenth of it.
+    spec->mutable_lr_schedule()->set_warmup_steps(spec->training().steps() / 10);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOverridden(const v1::JobSpec& written, std::string_view origin,
+                                const std::vector<std::string>& overrides) {
+  absl::StatusOr<v1::JobSpec> spec = Overridden(written, overrides);
+  if (!spec.ok()) return spec.status();
+  absl::Status valid = ValidateJobSpec(*spec);
+  if (valid.ok()) return valid;
+  if (overrides.empty() || !ValidateJobSpec(written).ok()) return WithPrefix(absl::StrCat(AbslView(origin), ": "), valid);
+  // The spec alone is valid: name the assignments without which it would be.
+  std::vector<std::string> culprits;
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    std::vector<std::string> others = overrides;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+    absl::StatusOr<v1::JobSpec> without = Overridden(written, others);
+    if (without.ok() && ValidateJobSpec(*without).ok()) culprits.push_back(overrides[i]);
+  }
+  if (culprits.empty()) culprits = overrides;
+  return WithSuffix(valid, absl::StrCat(" (after --set \"", absl::StrJoin(culprits, "\" --set \""), "\"; ",
+                                        AbslView(origin), " alone is valid)"));
 }
 
 }  // namespace ringmaster

@@ -43,16 +43,19 @@ absl::StatusOr<v1::JobSpec> ParseJobSpec(std::string_view text, SpecFormat forma
 
 // Reads the file at `path` (NOT_FOUND / PERMISSION_DENIED / ... if it cannot
 // be read), parses it in the format its extension names, applies `overrides`
-// in order (see ApplyOverride), sets `name` to the file's base name without
+// in order (see ApplyOverrides), sets `name` to the file's base name without
 // extension if the spec has none, applies defaults and validates (unless
 // `validate` is false: the CLI's --skip-local-validation leaves that to the
 // coordinator). Errors about the file's content are prefixed with "<path>: ";
-// override errors are as ApplyOverride returns them.
+// override errors are as ApplyOverride returns them, and a spec valid
+// without its overrides but not with them is blamed on them
+// (ValidateOverridden).
 absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path,
                                             const std::vector<std::string>& overrides = {}, bool validate = true);
 
 // LoadJobSpecFile's first steps only: read, parse, apply `overrides`, name
-// the spec after the file if it has no name. No defaults, no validation:
+// the spec after the file if it has no name, and make a relative
+// program.working_dir absolute against the file's directory. No defaults, no validation:
 // what `submit` sends, so that the coordinator can tell a value the user
 // wrote from a default (Job.submitted).
 absl::StatusOr<v1::JobSpec> ReadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides = {});
@@ -71,6 +74,24 @@ absl::StatusOr<v1::JobSpec> ReadJobSpecFile(const std::string& path, const std::
 // without a sub-field, a bad value; the message ends with
 // ` (in --set "<assignment>")`. On error `spec` is unchanged.
 absl::Status ApplyOverride(v1::JobSpec* spec, std::string_view assignment);
+
+// ApplyOverride of each assignment in order, then one rule for shortened
+// runs: when an assignment set training.steps, none set
+// lr_schedule.warmup_steps, and the warm-up is no longer shorter than
+// training.steps, the warm-up becomes a tenth of training.steps (so that
+// `--set training.steps=100` runs any spec). On error `spec` may hold the
+// assignments before the failed one.
+absl::Status ApplyOverrides(v1::JobSpec* spec, const std::vector<std::string>& overrides);
+
+// ValidateJobSpec of `written` (a spec as read from `origin`, a path or
+// "stdin", before any --set) with `overrides` applied (ApplyOverrides),
+// blaming what made it invalid: "<origin>: <error>" when `written` is
+// invalid by itself; otherwise "<error> (after --set "k=v"; <origin> alone is
+// valid)", naming the assignments without which it would be valid (all of
+// them when no single one is to blame). Errors of the assignments
+// themselves are ApplyOverride's.
+absl::Status ValidateOverridden(const v1::JobSpec& written, std::string_view origin,
+                                const std::vector<std::string>& overrides);
 
 // Fills every unset field that has a documented default (see
 // proto/job_spec.proto and proto/model_spec.proto); fields that are set, even

@@ -201,7 +201,8 @@ const std::vector<BadSpec>& BadSpecs() {
       {"SmallVocabularyOnText", "model: {gpt: {vocab_size: 100}}\ndata: {dataset: text}\n",
        "model.gpt.vocab_size: byte-level text needs at least 256, got 100"},
       {"WarmupLongerThanTraining", Base("training: {steps: 100}\nlr_schedule: {warmup_steps: 100}"),
-       "lr_schedule.warmup_steps: must be less than training.steps (100), got 100"},
+       "lr_schedule.warmup_steps: must be less than training.steps (100), got 100; set a shorter warm-up, e.g. "
+       "--set lr_schedule.warmup_steps=10"},
       {"ElasticMinAboveMax", Base("restart: {elastic: {min_nodes: 4, max_nodes: 2}}"),
        "restart.elastic: min_nodes (4) > max_nodes (2)"},
       {"ElasticExcludesNodes",

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -341,7 +342,8 @@ TEST(Overrides, LoadJobSpecFileAppliesThemBeforeDefaultsAndValidation) {
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(spec.status().message()),
-            "examples/fashion_mnist_mlp.yaml: optimizer.eps: does not apply to sgd");
+            "optimizer.eps: does not apply to sgd (after --set \"optimizer.type=sgd\"; "
+            "examples/fashion_mnist_mlp.yaml alone is valid)");
 
   spec = LoadJobSpecFile("examples/fashion_mnist_mlp.yaml",
                          {"optimizer.type=sgd", "optimizer.betas=null", "optimizer.eps=null",
@@ -350,6 +352,44 @@ TEST(Overrides, LoadJobSpecFileAppliesThemBeforeDefaultsAndValidation) {
   EXPECT_DOUBLE_EQ(spec->optimizer().lr(), 0.01);       // SGD's default
   EXPECT_DOUBLE_EQ(spec->optimizer().momentum(), 0.9);  // filled for SGD
   EXPECT_EQ(spec->parallelism().data(), 4);
+}
+
+TEST(Overrides, AnInvalidSetIsBlamedNotTheFile) {
+  absl::StatusOr<JobSpec> spec = LoadJobSpecFile("examples/fashion_mnist_mlp.yaml", {"resources.nodes=0"});
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(std::string(spec.status().message()),
+            "resources.nodes: must be >= 1, got 0 (after --set \"resources.nodes=0\"; "
+            "examples/fashion_mnist_mlp.yaml alone is valid)");
+  // Only together are these two wrong: both are named.
+  spec = LoadJobSpecFile("examples/fashion_mnist_mlp.yaml", {"parallelism.data=1", "resources.ranks_per_node=4"});
+  ASSERT_FALSE(spec.ok());
+  EXPECT_TRUE(absl::StrContains(spec.status().message(),
+                                "(after --set \"parallelism.data=1\" --set \"resources.ranks_per_node=4\"; "))
+      << spec.status();
+  // A file wrong by itself is blamed, --set or not.
+  JobSpec written = MustParse("model: {mlp: {}}\ndata: {dataset: fashion_mnist, batch_size: 0}\n");
+  written.set_name("x");
+  EXPECT_EQ(std::string(ValidateOverridden(written, "x.yaml", {"optimizer.lr=0.1"}).message()),
+            "x.yaml: data.batch_size: must be >= 1, got 0");
+}
+
+TEST(Overrides, ShorterStepsShortenAWarmupWrittenForALongerRun) {
+  // Every example, shortened as the README shortens it (a warm-up of 100).
+  for (const char* path : {"examples/fashion_mnist_mlp.yaml", "examples/fashion_mnist_cnn.yaml",
+                           "examples/gpt_text.yaml"}) {
+    absl::StatusOr<JobSpec> spec = LoadJobSpecFile(path, {"training.steps=100"});
+    ASSERT_TRUE(spec.ok()) << path << ": " << spec.status();
+    EXPECT_EQ(spec->lr_schedule().warmup_steps(), 10) << path;
+  }
+  // A warm-up the user set with the steps is theirs: refused, saying how to fix it.
+  absl::StatusOr<JobSpec> spec =
+      LoadJobSpecFile("examples/gpt_text.yaml", {"training.steps=50", "lrSchedule.warmupSteps=60"});
+  ASSERT_FALSE(spec.ok());
+  EXPECT_TRUE(absl::StrContains(spec.status().message(), "--set lr_schedule.warmup_steps=5")) << spec.status();
+  // A warm-up already shorter than the new run is kept.
+  spec = LoadJobSpecFile("examples/gpt_text.yaml", {"training.steps=300"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->lr_schedule().warmup_steps(), 100);
 }
 
 TEST(Overrides, LoadJobSpecFileNamesTheJobAfterTheFile) {

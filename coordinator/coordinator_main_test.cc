@@ -129,6 +129,17 @@ TEST(CoordinatorMainTest, ServesStopsOnSigtermAndKeepsItsState) {
   EXPECT_EQ(again.Wait(), 0) << again.err();
 }
 
+// `--metrics-listen=` (the form the help names) turns /metrics off, so that
+// two coordinators run side by side (a second `ringmaster local up`).
+TEST(CoordinatorMainTest, AnEmptyMetricsListenParsesAndDisablesMetrics) {
+  Coordinator a({"--listen", "127.0.0.1:0", "--state-dir", testing::NewTempDir("main"), "--metrics-listen="});
+  Coordinator b({"--listen", "127.0.0.1:0", "--state-dir", testing::NewTempDir("main"), "--metrics-listen=",
+                 "--health-listen="});
+  EXPECT_NE(a.AwaitLog("gRPC on port ([0-9]+)"), "") << a.err();
+  EXPECT_NE(b.AwaitLog("gRPC on port ([0-9]+)"), "") << b.err();
+  EXPECT_EQ(a.err().find("/metrics on"), std::string::npos) << a.err();
+}
+
 TEST(CoordinatorMainTest, APortInUseIsOneLineAndStatus1) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

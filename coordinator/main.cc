@@ -136,13 +136,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--state-dir", flags.config.state_dir, "SQLite database (coordinator.db) and job logs (logs/)")
       ->capture_default_str();
-  app.add_option("--metrics-listen", flags.config.metrics_listen,
-                 "host:port of the Prometheus /metrics endpoint (and /healthz); empty disables it")
-      ->capture_default_str();
-  app.add_option("--health-listen", flags.config.health_listen,
-                 "host:port of a plaintext gRPC listener serving only grpc.health.v1.Health, for probes that "
-                 "cannot present TLS (Kubernetes' gRPC probes); empty: none")
-      ->capture_default_str();
+  ringmaster::AddClearableOption(app, "--metrics-listen", &flags.config.metrics_listen,
+                                 "host:port of the Prometheus /metrics endpoint (and /healthz); empty disables it");
+  ringmaster::AddClearableOption(app, "--health-listen", &flags.config.health_listen,
+                                 "host:port of a plaintext gRPC listener serving only grpc.health.v1.Health, for "
+                                 "probes that cannot present TLS (Kubernetes' gRPC probes); empty: none");
   app.add_option("--heartbeat-interval", flags.heartbeat_interval,
                  "How often workers heartbeat; a node is lost after 3 intervals without one")
       ->capture_default_str();

@@ -195,7 +195,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::Status steps = absl::OkStatus();
   JobSpec spec;
   if (absl::StatusOr<JobSpec> parsed = ringmaster::ParseJobSpec(document, format); parsed.ok()) {
-    spec = *std::move(parsed);
+    spec = *parsed;  // a copy: ApplyOverrides below starts again from it
     for (const std::string& assignment : overrides) {
       const JobSpec before = spec;
       absl::Status s = ringmaster::ApplyOverride(&spec, assignment);
@@ -206,6 +206,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     if (steps.ok()) {
+      // ApplyOverrides: the same assignments, then its warm-up rule.
+      JobSpec whole = *parsed;
+      FUZZ_CHECK(ringmaster::ApplyOverrides(&whole, overrides).ok(), "ApplyOverrides refused what ApplyOverride took");
+      spec = std::move(whole);
       if (spec.name().empty()) spec.set_name("job");  // as LoadJobSpecFile names it
       ringmaster::ApplyDefaults(&spec);
       JobSpec again = spec;

@@ -38,7 +38,8 @@ wait_until 30 "the coordinator did not start" rm_cli jobs
 
 bad=(--set resources.nodes=0)
 field='resources\.nodes: must be >= 1, got 0'
-expect 2 "^ringmaster: .*$field$" submit "$spec" "${bad[@]}"
+# Blamed on the --set, not on the (valid) file.
+expect 2 "^ringmaster: $field \(after --set \"resources\.nodes=0\"; .* alone is valid\)$" submit "$spec" "${bad[@]}"
 expect 1 "^ringmaster: $field \(INVALID_ARGUMENT\)$" submit "$spec" "${bad[@]}" --skip-local-validation
 expect 1 "^ringmaster: $field \(INVALID_ARGUMENT\)$" submit "$spec" "${bad[@]}" --skip-local-validation --output json
 expect 1 "^ringmaster: optimizer\.lr: must be > 0.* \(INVALID_ARGUMENT\)$" \

@@ -7,7 +7,9 @@
 #   - a data.path outside the worker's data roots fails the job at once,
 #     naming the field;
 #   - a job no registered node could run (a GPU job on a CPU-only cluster)
-#     says why in submit (a warning), jobs and describe while it waits.
+#     says why in submit (a warning), jobs and describe while it waits;
+#   - a data.path inside the roots that holds no data fails the job at once
+#     (the trainer rejects its input), no restart used.
 # Usage: job_contract_test.sh CLI COORDINATOR WORKER TRAINER SPEC GPT_SPEC
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
@@ -82,3 +84,15 @@ grep -q "Unschedulable: *needs 1 node with 1 free GPU each" "$state/describe.txt
   { cat "$state/describe.txt"; fail "describe does not say why"; }
 rm_cli cancel "$job" >/dev/null || fail "cancel failed"
 echo "PASS: a GPU job on a CPU-only cluster: warned at submit, jobs and describe say why"
+
+# 5. A data.path within the roots where there is no data: the trainer rejects
+#    its input, the job fails at once, no restart burnt.
+out=$(timeout 120 "$cli" --coordinator "$addr" submit "$gpt_spec" --wait "${small[@]}" \
+  --set data.path="$state/data/missing.txt" 2>&1)
+job=$(job_id_of "$out")
+[ -n "$job" ] || fail "no job id in: $out"
+[ "$(job_state "$job")" = JOB_STATE_FAILED ] || fail "job $job is $(job_state "$job"), not FAILED"
+[ "$(job_field "$job" 'r["job"].get("restarts", 0)')" = 0 ] || fail "job $job used restarts on missing data"
+message=$(job_field "$job" 'r["job"]["message"]')
+grep -q "data.path: .*missing.txt" <<<"$message" || fail "the message does not name data.path: $message"
+echo "PASS: a data.path with no data: FAILED at once, 0 restarts ($message)"

@@ -30,6 +30,21 @@ TEST_F(JobControllerTest, SubmitRejectsABadSpecNamingTheField) {
   EXPECT_TRUE(store_->LoadJobs()->empty());
 }
 
+// `ringmaster validate` and `submit --strict` learn from it whether any
+// registered node could ever run the spec.
+TEST_F(JobControllerTest, ValidateOnlySaysWhenNoNodeCouldEverRunTheJob) {
+  AddNode("host-a", 0, 2);  // 2 CPU slots
+  absl::StatusOr<v1::Job> fits = controller_->Submit(MakeSpec(1, 2, v1::ResourceSpec::CPU), {"", "", true});
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->unschedulable(), "");
+  v1::JobSpec big = MakeSpec(1, 2, v1::ResourceSpec::CPU);
+  big.mutable_resources()->set_cpus_per_rank(2);
+  absl::StatusOr<v1::Job> too_big = controller_->Submit(big, {"", "", true});
+  ASSERT_TRUE(too_big.ok()) << too_big.status();
+  EXPECT_NE(too_big->unschedulable(), "");
+  EXPECT_TRUE(store_->LoadJobs()->empty());
+}
+
 TEST_F(JobControllerTest, SubmitStoresDurablyWithDefaultsBeforeReturning) {
   absl::StatusOr<v1::Job> job = controller_->Submit(MakeSpec(2, 4), {"", "alice", false});
   ASSERT_TRUE(job.ok()) << job.status();

@@ -139,7 +139,8 @@ absl::Status JobLifecycle::Recover() {
       const bool cuda = job.spec().resources().device() != v1::ResourceSpec::CPU;
       for (const v1::RankAssignment& r : job.placement().ranks()) {
         by_node[r.node_id()].push_back({id, job.generation(), r.global_rank(), r.gpu_uuid(),
-                                        cuda ? 0 : job.spec().resources().cpus_per_rank()});
+                                        cuda ? 0 : job.spec().resources().cpus_per_rank(),
+                                        r.global_rank() == 0 ? job.placement().master_port() : 0});
       }
       for (const auto& [node_id, slots] : by_node) {
         if (absl::Status s = nodes_->Reserve(node_id, slots); !s.ok()) {
@@ -177,10 +178,13 @@ absl::StatusOr<v1::Job> JobLifecycle::Submit(v1::JobSpec spec, const SubmitOptio
   as_sent.mutable_overrides()->Assign(options.overrides.begin(), options.overrides.end());
   RETURN_IF_ERROR(AdmitJobSpec(&spec, options_));
   if (options.validate_only) {
-    v1::Job job;
-    *job.mutable_spec() = std::move(spec);
-    *job.mutable_submitted() = std::move(as_sent);
-    return job;
+    JobRecord probe;  // what the scheduler would be asked: `validate` checks against the cluster
+    *probe.job.mutable_spec() = std::move(spec);
+    *probe.job.mutable_submitted() = std::move(as_sent);
+    if (std::optional<std::string> why = Unschedulable(RequestFor(probe), nodes_->SchedulableCapacity())) {
+      probe.job.set_unschedulable(*why);
+    }
+    return probe.job;
   }
   auto entry = std::make_shared<Entry>();
   entry->record.job.set_state(v1::JOB_STATE_UNSPECIFIED);

@@ -146,6 +146,7 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
   *info.mutable_gpus() = node.gpus();
   info.set_cpu_slots(node.cpu_slots());
   *info.mutable_labels() = node.labels();
+  *info.mutable_data_roots() = node.data_roots();
   info.set_worker_version(node.worker_version());
   const absl::Time now = clock_->Now();
   *info.mutable_register_time() = ToProtoTime(now);

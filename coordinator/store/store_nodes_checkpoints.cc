@@ -19,6 +19,7 @@ v1::NodeInfo StoredNodeFields(const v1::NodeInfo& node) {
   *out.mutable_gpus() = node.gpus();
   out.set_cpu_slots(node.cpu_slots());
   *out.mutable_labels() = node.labels();
+  *out.mutable_data_roots() = node.data_roots();
   out.set_state(node.state());
   *out.mutable_register_time() = node.register_time();
   out.set_worker_version(node.worker_version());

@@ -181,7 +181,8 @@ class Trainer {
  private:
   Trainer(const TrainerConfig& config, TrainerOptions options);
   absl::Status Init();
-  absl::Status LoadData();
+  absl::Status LoadData();      // LoadDatasets, a bad input refused as INVALID_ARGUMENT
+  absl::Status LoadDatasets();
   // The data x pipeline layout for the world, and the BatchNorm ghost batch.
   absl::Status ResolveLayout();
   // Grid, pipeline stage, data parallelism and the optimizer (trainer_dist.cc).

@@ -13,9 +13,22 @@ namespace {
 // Evaluation batches hold at most this many samples.
 constexpr int64_t kEvalBatch = 500;
 
+// Input that is missing or malformed is the job's mistake, not the node's:
+// INVALID_ARGUMENT naming data.path, so that the trainer exits
+// kExitUnrecoverable and the job fails at once instead of burning restarts.
+// Errors that may pass (EIO, out of memory) keep their code.
+absl::Status RejectedInput(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kNotFound && status.code() != absl::StatusCode::kDataLoss) return status;
+  return absl::InvalidArgumentError(absl::StrCat("data.path: ", status.message()));
+}
+
 }  // namespace
 
 absl::Status Trainer::LoadData() {
+  return RejectedInput(LoadDatasets());
+}
+
+absl::Status Trainer::LoadDatasets() {
   const DataConfig& data = config_.data;
   switch (data.kind) {
     case DatasetKind::kFashionMnist: {

@@ -212,6 +212,22 @@ TEST(TrainerTest, ResumesOnlyFromTheCommittedCheckpoint) {
   EXPECT_EQ((*trainer)->Run().code(), absl::StatusCode::kDataLoss);
 }
 
+// Data that is missing or malformed ends the job at once (the trainer exits
+// kExitUnrecoverable on INVALID_ARGUMENT): no restart can fix it.
+TEST(TrainerTest, MissingOrMalformedDataIsRefusedNamingDataPath) {
+  TrainerConfig config = CnnConfig();
+  config.data.kind = DatasetKind::kFashionMnist;
+  config.data.path = FreshDir("no-data") + "/fashion-mnist";
+  auto missing = Trainer::Create(config, TrainerOptions());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument) << missing.status();
+  EXPECT_EQ(std::string(missing.status().message()).rfind("data.path: ", 0), 0u) << missing.status();
+  std::filesystem::create_directories(config.data.path);
+  std::ofstream(config.data.path + "/train-images-idx3-ubyte.gz") << "not gzip";
+  std::ofstream(config.data.path + "/train-labels-idx1-ubyte.gz") << "not gzip";
+  auto malformed = Trainer::Create(config, TrainerOptions());
+  EXPECT_EQ(malformed.status().code(), absl::StatusCode::kInvalidArgument) << malformed.status();
+}
+
 // Under a coordinator the checkpoint is written beneath its root and resumed
 // only as the coordinator recorded it at commit: a file altered afterwards,
 // with its manifest rewritten to match, is DATA_LOSS and reported as damage.
