@@ -119,11 +119,19 @@ std::string CodeOrPathReason(absl::string_view name) {
   return "";
 }
 
+bool IsTorchrunEnv(absl::string_view name) {
+  for (const char* owned : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                            "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT"}) {
+    if (name == owned) return true;
+  }
+  return absl::StartsWith(name, "TORCHELASTIC_");
+}
+
 bool IsWorkerOwnedEnv(absl::string_view name) {
   for (const char* owned : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TMPDIR", "HOME", "USER", "LOGNAME"}) {
     if (name == owned) return true;
   }
-  return absl::StartsWith(name, "RINGMASTER_");
+  return absl::StartsWith(name, "RINGMASTER_") || IsTorchrunEnv(name);
 }
 
 absl::StatusOr<EnvPolicy> EnvPolicy::Create(const std::vector<std::string>& entries, std::string daemon) {

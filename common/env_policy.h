@@ -54,9 +54,15 @@ inline constexpr char kDefaultAllowedEnvEntry[] = "@default";
 // does neither by its name.
 std::string CodeOrPathReason(absl::string_view name);
 
+// torchrun's variables, which the worker sets for a program job's ranks
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
+// GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR,
+// MASTER_PORT, TORCHELASTIC_*).
+bool IsTorchrunEnv(absl::string_view name);
+
 // The variables the worker sets for each rank (CUDA_VISIBLE_DEVICES,
-// CUDA_DEVICE_ORDER, TMPDIR, HOME, USER, LOGNAME, RINGMASTER_*): a job
-// cannot set them, and the worker applies its own values last.
+// CUDA_DEVICE_ORDER, TMPDIR, HOME, USER, LOGNAME, RINGMASTER_*, torchrun's):
+// a job cannot set them, and the worker applies its own values last.
 bool IsWorkerOwnedEnv(absl::string_view name);
 
 class EnvPolicy {

@@ -48,9 +48,13 @@ std::string Shown(absl::string_view text);
 // at most 255 characters (common/spec_limits.h).
 absl::Status CheckLabels(absl::string_view path, const google::protobuf::Map<std::string, std::string>& labels,
                          int max_entries, absl::string_view entries);
-// JobSpec.env: count, names (at most 255 bytes), value sizes, and the names
-// the worker owns.
-absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env);
+// JobSpec.env or ProgramSpec.env (`path`): count, names (at most 255
+// bytes), value sizes, and the names the worker owns.
+absl::Status CheckEnv(absl::string_view path, const google::protobuf::Map<std::string, std::string>& env);
+
+// A program job (JobSpec.program set): no section of the built-in trainer,
+// the command, working directory and env (spec_validate_program.cc).
+absl::Status ValidateProgram(const v1::JobSpec& spec);
 
 // Resources, parallel layout, elastic bounds, checkpoint and restart policy
 // of a spec with defaults applied (spec_validate_layout.cc).

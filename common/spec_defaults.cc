@@ -185,12 +185,14 @@ void DefaultPolicies(JobSpec* spec) {
 
 void ApplyDefaults(JobSpec* spec) {
   if (!spec->has_seed()) spec->set_seed(0);
-  DefaultModel(spec->mutable_model());
-  DefaultData(spec->seed(), spec->mutable_data());
-  DefaultTraining(spec->mutable_training());
-  DefaultOptimizer(spec->mutable_optimizer());
-  DefaultLrSchedule(spec->mutable_lr_schedule());
-  DefaultPrecision(spec->mutable_precision());
+  if (!spec->has_program()) {  // a program job has none of the built-in trainer's sections
+    DefaultModel(spec->mutable_model());
+    DefaultData(spec->seed(), spec->mutable_data());
+    DefaultTraining(spec->mutable_training());
+    DefaultOptimizer(spec->mutable_optimizer());
+    DefaultLrSchedule(spec->mutable_lr_schedule());
+    DefaultPrecision(spec->mutable_precision());
+  }
   DefaultLayout(spec);
   DefaultPolicies(spec);
 }

@@ -13,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/env_policy.h"
 #include "common/spec.h"
 #include "common/spec_checks.h"
 #include "common/spec_limits.h"
@@ -96,9 +97,9 @@ absl::Status CheckLabels(absl::string_view path, const google::protobuf::Map<std
   return absl::OkStatus();
 }
 
-absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env) {
+absl::Status CheckEnv(absl::string_view path, const google::protobuf::Map<std::string, std::string>& env) {
   if (env.size() > static_cast<size_t>(kMaxEnvVariables)) {
-    return Invalid("env", absl::StrCat("at most ", kMaxEnvVariables, " variables, got ", env.size()));
+    return Invalid(path, absl::StrCat("at most ", kMaxEnvVariables, " variables, got ", env.size()));
   }
   std::vector<std::string> names;
   for (const auto& [name, value] : env) names.push_back(name);
@@ -109,19 +110,18 @@ absl::Status CheckEnv(const google::protobuf::Map<std::string, std::string>& env
                          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
                        });
     if (name.size() > kMaxEnvNameBytes) {
-      return Invalid("env", absl::StrCat("name \"", Shown(name), "\" longer than ", kMaxEnvNameBytes, " bytes"));
+      return Invalid(path, absl::StrCat("name \"", Shown(name), "\" longer than ", kMaxEnvNameBytes, " bytes"));
     }
     if (!valid) {
-      return Invalid("env", absl::StrCat("name \"", Shown(name), "\" must be [A-Za-z_][A-Za-z0-9_]*"));
+      return Invalid(path, absl::StrCat("name \"", Shown(name), "\" must be [A-Za-z_][A-Za-z0-9_]*"));
     }
-    if (name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER" || absl::StartsWith(name, "RINGMASTER_")) {
-      return Invalid(absl::StrCat("env.", name), "set by the worker for each rank; a job cannot override it");
-    }
+    const std::string field = absl::StrCat(path, ".", name);
+    if (IsWorkerOwnedEnv(name)) return Invalid(field, "set by the worker for each rank; a job cannot override it");
     const std::string& value = env.at(name);
     if (value.size() > kMaxEnvValueBytes) {
-      return Invalid(absl::StrCat("env.", name), absl::StrCat("value longer than ", kMaxEnvValueBytes, " bytes"));
+      return Invalid(field, absl::StrCat("value longer than ", kMaxEnvValueBytes, " bytes"));
     }
-    if (value.find('\0') != std::string::npos) return Invalid(absl::StrCat("env.", name), "value holds a NUL byte");
+    if (value.find('\0') != std::string::npos) return Invalid(field, "value holds a NUL byte");
   }
   return absl::OkStatus();
 }
@@ -314,8 +314,9 @@ absl::Status ValidateLrSchedule(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(CheckRange("lr_schedule.warmup_steps", schedule.warmup_steps(), 0, k2Pow40));
   if (spec.training().has_steps() && schedule.warmup_steps() >= spec.training().steps()) {
     return Invalid("lr_schedule.warmup_steps",
-                   absl::StrCat("must be less than training.steps (", spec.training().steps(),
-                                "), got ", schedule.warmup_steps()));
+                   absl::StrCat("must be less than training.steps (", spec.training().steps(), "), got ",
+                                schedule.warmup_steps(), "; set a shorter warm-up, e.g. --set lr_schedule.warmup_steps=",
+                                spec.training().steps() / 10));
   }
   const bool cosine = schedule.type() == LrScheduleSpec::COSINE;
   const bool step = schedule.type() == LrScheduleSpec::STEP;
@@ -424,15 +425,19 @@ absl::Status ValidateJobSpec(const v1::JobSpec& input) {
   ApplyDefaults(&spec);
   RETURN_IF_ERROR(ValidateName(spec.name()));
   RETURN_IF_ERROR(CheckPaths(spec));
-  RETURN_IF_ERROR(ValidateModel(spec.model()));
-  RETURN_IF_ERROR(ValidateData(spec));
-  RETURN_IF_ERROR(ValidateTraining(spec.training()));
-  RETURN_IF_ERROR(ValidateOptimizer(spec.optimizer()));
-  RETURN_IF_ERROR(ValidateLrSchedule(spec));
-  RETURN_IF_ERROR(ValidatePrecision(spec.precision()));
+  if (spec.has_program()) {
+    RETURN_IF_ERROR(spec_internal::ValidateProgram(spec));
+  } else {
+    RETURN_IF_ERROR(ValidateModel(spec.model()));
+    RETURN_IF_ERROR(ValidateData(spec));
+    RETURN_IF_ERROR(ValidateTraining(spec.training()));
+    RETURN_IF_ERROR(ValidateOptimizer(spec.optimizer()));
+    RETURN_IF_ERROR(ValidateLrSchedule(spec));
+    RETURN_IF_ERROR(ValidatePrecision(spec.precision()));
+  }
   RETURN_IF_ERROR(spec_internal::ValidateLayoutAndPolicies(spec));
   RETURN_IF_ERROR(CheckRange("priority", spec.priority(), -1000, 1000));
-  RETURN_IF_ERROR(spec_internal::CheckEnv(spec.env()));
+  RETURN_IF_ERROR(spec_internal::CheckEnv("env", spec.env()));
   RETURN_IF_ERROR(spec_internal::CheckLabels("labels", spec.labels(), kMaxLabels, "labels"));
   return CheckSpecSize(spec);
 }

@@ -74,6 +74,7 @@ absl::Status ValidateParallelism(const v1::JobSpec& spec) {
                      ") = ", ranks, " ranks, but resources give nodes (", resources.nodes(),
                      ") x ranks_per_node (", resources.ranks_per_node(), ") = ", slots));
   }
+  if (spec.has_program()) return absl::OkStatus();  // informational: the program lays itself out
   const int blocks = ModelBlockCount(spec.model());
   if (parallelism.pipeline() > blocks) {
     return Invalid(

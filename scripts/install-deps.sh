@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package Ringmaster's build, tests and examples need.
 # Idempotent: checks what is installed first, runs `apt-get update` at most once,
-# and installs only what is missing. Usage: scripts/install-deps.sh [build|test|bench|image|slurm]...
+# and installs only what is missing. Usage: scripts/install-deps.sh [build|demo|test|bench|image|slurm]...
 # (no argument = build + test; test includes image, which tests/image_test.sh uses,
 # and slurm, which deploy/slurm_test.sh uses).
 set -euo pipefail
@@ -15,8 +15,9 @@ build_pkgs=(
 # What the tests and the examples read or run: promtool and prometheus, the
 # datasets, the corpus; for deploy/: systemd-analyze, PyYAML, node (the
 # Kubernetes schema check, below); zsh (the CLI's zsh completion is checked).
+# python3-grpcio, -protobuf and -torch: the Python SDK (python/) and examples/pytorch_ddp.
 test_pkgs=(prometheus dataset-fashion-mnist bible-kjv bible-kjv-text iproute2 procps python3 python3-yaml systemd
-  nodejs curl zsh)
+  nodejs curl zsh python3-grpcio python3-protobuf python3-torch)
 # kubectl (for `kubectl kustomize`) and npm come from Debian only where no other
 # install provides them (a vendor's kubectl package, or a nodejs that bundles npm).
 optional_cmds=(kubectl:kubernetes-client npm:npm)
@@ -26,6 +27,8 @@ image_pkgs=(mmdebstrap umoci skopeo podman)
 # deploy/slurm_test.sh: a one-node Slurm (its own munged, slurmctld, slurmd)
 # runs deploy/slurm/ringmaster-worker.sbatch.
 slurm_pkgs=(munge slurmctld slurmd slurm-client)
+# The README's main command: the build and the data set it trains on.
+demo_pkgs=(dataset-fashion-mnist python3)
 # Only the benchmarks compare against PyTorch on the CPU.
 bench_pkgs=(python3-torch python3-numpy)
 
@@ -35,6 +38,7 @@ wanted=()
 for g in "${groups[@]}"; do
   case "$g" in
     build) wanted+=("${build_pkgs[@]}") ;;
+    demo) wanted+=("${demo_pkgs[@]}") ;;
     test)
       wanted+=("${test_pkgs[@]}" "${image_pkgs[@]}" "${slurm_pkgs[@]}")
       for entry in "${optional_cmds[@]}"; do
@@ -44,7 +48,7 @@ for g in "${groups[@]}"; do
     bench) wanted+=("${bench_pkgs[@]}") ;;
     image) wanted+=("${image_pkgs[@]}") ;;
     slurm) wanted+=("${slurm_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$g' (expected build, test, bench, image or slurm)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown group '$g' (expected build, demo, test, bench, image or slurm)" >&2; exit 2 ;;
   esac
 done
 

@@ -11,9 +11,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh build test
-echo "=== building (bazel build //...)"
-bazel build //... 2>&1 | grep -vE 'linux-sandbox|^\s*$|^INFO: From ' | tail -3
+scripts/install-deps.sh build demo
+# Only what the demo runs (the test command builds everything): the CLI, the
+# two daemons, the trainer and the Python SDK tree the worker gives program
+# jobs. Without a GPU the trainer is built CPU-only (--config=cpu): no CUDA
+# kernels to compile.
+targets=(//client:ringmaster //coordinator:ringmaster-coordinator //worker:ringmaster-worker
+  //engine:ringmaster-trainer //python:sdk_tree)
+config=()
+nvidia-smi -L >/dev/null 2>&1 || config=(--config=cpu)
+echo "=== building ${targets[*]} ${config[*]}"
+bazel build "${config[@]}" "${targets[@]}" 2>&1 | grep -vE 'linux-sandbox|^\s*$|^INFO: From ' | tail -3
 
 cli=bazel-bin/client/ringmaster
 state_dir=${RINGMASTER_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/ringmaster/local}

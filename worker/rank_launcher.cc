@@ -16,6 +16,7 @@
 #include "worker/job_dirs.h"
 #include "worker/job_roots.h"
 #include "worker/paths.h"
+#include "worker/program_launch.h"
 #include "common/env_policy.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
@@ -102,13 +103,19 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   // The coordinator checked the env names at Submit; checked again here
   // (the variables the worker owns are overridden below, whatever they say).
   ASSIGN_OR_RETURN(const EnvPolicy env_policy, EnvPolicy::Create(options_.allowed_env, "worker"));
-  for (const auto* env : {&order.spec().env(), &order.env()}) {
+  const std::pair<const char*, const google::protobuf::Map<std::string, std::string>*> envs[] = {
+      {"", &order.spec().env()}, {"program.", &order.spec().program().env()}, {"", &order.env()}};
+  for (const auto& [field, env] : envs) {
     std::vector<std::string> names;
     for (const auto& [key, value] : *env) {
       if (!IsWorkerOwnedEnv(key)) names.push_back(key);
     }
     std::sort(names.begin(), names.end());  // the same error every time
-    for (const std::string& name : names) RETURN_IF_ERROR(env_policy.Check(name));
+    for (const std::string& name : names) {
+      if (absl::Status s = env_policy.Check(name); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat(field, s.message()));
+      }
+    }
   }
 
   // The data root data.path lies beneath, and the checkpoint directory
@@ -128,8 +135,17 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   for (const auto& [key, value] : order.spec().env()) {
     if (!IsWorkerOwnedEnv(key)) common[key] = value;
   }
+  for (const auto& [key, value] : order.spec().program().env()) {
+    if (!IsWorkerOwnedEnv(key)) common[key] = value;
+  }
   for (const auto& [key, value] : order.env()) {
     if (!IsWorkerOwnedEnv(key)) common[key] = value;
+  }
+  const bool program = order.spec().has_program();
+  if (program) common["PYTHONPATH"] = PythonPathWithSdk(options_.python_sdk_dir, common["PYTHONPATH"]);
+  if (program && order.placement().master_port() > 0 &&
+      std::find(order.global_ranks().begin(), order.global_ranks().end(), 0) != order.global_ranks().end()) {
+    RETURN_IF_ERROR(CheckMasterPortFree(order.placement().master_port()));
   }
   common["HOME"] = account.home.empty() ? JobPrivateDir(options_.state_dir, order.job_id()) : account.home;
   if (account.name.find(':') == std::string::npos) common["USER"] = common["LOGNAME"] = account.name;
@@ -195,15 +211,30 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
       env["CUDA_VISIBLE_DEVICES"] = a.gpu_uuid();
       env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
     }
-    launch.process.path = options_.trainer_path;
-    launch.process.argv = {options_.trainer_path, "--rank-context", files.context_path};
+    RETURN_IF_ERROR(DecideCommand(order, a, files, &env, &launch.process));
     launch.process.env = EnvList(env);
-    launch.process.cwd = files.work_dir;
     if (!account.is_worker) launch.process.credentials = SpawnOptions::Credentials{account.uid, account.gid, account.groups};
     launch.process.log_path = RankLogPath(options_.state_dir, order.job_id(), order.generation(), rank);
     launches.push_back(std::move(launch));
   }
   return launches;
+}
+
+absl::Status RankLauncher::DecideCommand(const v1::StartRanks& order, const v1::RankAssignment& rank,
+                                         const RankFiles& files, std::map<std::string, std::string>* env,
+                                         SpawnRequest* process) const {
+  if (!order.spec().has_program()) {  // the built-in trainer
+    process->path = options_.trainer_path;
+    process->argv = {options_.trainer_path, "--rank-context", files.context_path};
+    process->cwd = files.work_dir;
+    return absl::OkStatus();
+  }
+  const v1::ProgramSpec& program = order.spec().program();
+  ASSIGN_OR_RETURN(process->path, ResolveProgram(program.command(0), (*env)["PATH"]));
+  process->argv.assign(program.command().begin(), program.command().end());
+  process->cwd = program.working_dir().empty() ? files.work_dir : program.working_dir();
+  for (auto& [key, value] : TorchrunEnv(order, rank, files.context_path)) (*env)[key] = std::move(value);
+  return absl::OkStatus();
 }
 
 v1::StartRanksResult RankLauncher::Start(const v1::StartRanks& order) {

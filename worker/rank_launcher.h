@@ -43,12 +43,14 @@
 //
 // Thread-safe (the supervisor and shipper are; the launcher keeps no state).
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/node_service.pb.h"
+#include "worker/job_dirs.h"
 #include "worker/log_shipper.h"
 #include "worker/process_supervisor.h"
 #include "worker/run_as.h"
@@ -79,6 +81,9 @@ struct RankLauncherOptions {
   RunAsPolicy run_as = RunAsPolicy::Self();
   // Grace period of a StopRanks without one.
   absl::Duration default_grace = absl::Seconds(10);
+  // The directory holding the Python SDK's `ringmaster` package, put first
+  // on a program job's PYTHONPATH; empty: none.
+  std::string python_sdk_dir;
 };
 
 // PATH of every rank unless the operator's --rank-env sets another.
@@ -118,6 +123,13 @@ class RankLauncher {
   absl::StatusOr<std::vector<RankLaunch>> Prepare(const v1::StartRanks& order) const;
 
  private:
+  // The one place that decides what a rank runs: the built-in trainer
+  // (argv <trainer> --rank-context <rank.json>, in the rank's directory) or
+  // the job's program (its command, resolved in the rank's PATH, in its
+  // working_dir, with torchrun's variables added to `env`).
+  absl::Status DecideCommand(const v1::StartRanks& order, const v1::RankAssignment& rank, const RankFiles& files,
+                             std::map<std::string, std::string>* env, SpawnRequest* process) const;
+
   ProcessSupervisor* const supervisor_;
   LogShipper* const shipper_;
   const RankLauncherOptions options_;

@@ -20,10 +20,10 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "proto/rank_context.pb.h"
-#include "worker/fake_process_control.h"
+#include "worker/testing/fake_process_control.h"
 #include "worker/paths.h"
 #include "worker/run_as.h"
-#include "worker/test_util.h"
+#include "worker/testing/test_util.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -51,6 +52,14 @@ const ReportGauge kReportGauges[] = {
      [](const v1::StepMetrics& m) { return m.data_wait_seconds(); }, false},
 };
 
+// StepMetrics.gauges: names as Prometheus label values we export, bounded.
+constexpr size_t kMaxNamedGauges = 64;
+bool ValidGaugeName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
 }  // namespace
 
 struct WorkerMetrics::Families {
@@ -75,6 +84,7 @@ struct WorkerMetrics::Families {
   Family<Gauge>* last_checkpoint_step;
   Family<Gauge>* gpu_info;
   std::vector<Family<Gauge>*> report_gauges;  // kReportGauges, in order
+  Family<Gauge>* named_gauge;                 // a program's own gauges (StepMetrics.gauges)
   Histogram::BucketBoundaries step_buckets;
   Histogram::BucketBoundaries checkpoint_buckets;
   // The node's own series (label node), present from the start.
@@ -111,6 +121,7 @@ struct WorkerMetrics::RankSeries {
   Gauge* last_checkpoint_step;
   Gauge* gpu_info = nullptr;  // CUDA ranks only
   std::vector<Gauge*> report_gauges;  // kReportGauges, in order
+  std::map<std::string, Gauge*> named;  // StepMetrics.gauges, by name (at most kMaxNamedGauges)
   double compute = 0;  // last reported step time less communication, seconds
 };
 
@@ -167,6 +178,9 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
     ASSIGN_OR_RETURN(Family<Gauge> * family, registry->AddGauge(g.name, g.help));
     f->report_gauges.push_back(family);
   }
+  RETURN_IF_ERROR(gauge("ringmaster_rank_gauge",
+                        "A program's own gauge (the Python SDK's report(step, name=value)), labelled with its name.",
+                        &f->named_gauge));
   const prometheus::Labels at_node = {{"node", node}};
   ASSIGN_OR_RETURN(f->ranks_running,
                    registry->AddCallbackGauges("ringmaster_worker_ranks_running", "Trainer processes alive on the node."));
@@ -294,7 +308,24 @@ void WorkerMetrics::RecordStep(const std::string& job_id, int64_t generation, in
   for (size_t i = 0; i < s.report_gauges.size(); ++i) {
     if (!kReportGauges[i].eval || m.eval_step() > 0) s.report_gauges[i]->Set(kReportGauges[i].value(m));
   }
+  RecordNamedGaugesLocked(job_id, rank, m, &s);
   UpdateSkewLocked(job_id);
+}
+
+void WorkerMetrics::RecordNamedGaugesLocked(const std::string& job_id, int32_t rank, const v1::StepMetrics& m,
+                                            RankSeries* s) {
+  // By name, so that which names a full series keeps does not depend on
+  // the map's order.
+  const std::map<std::string, double> gauges(m.gauges().begin(), m.gauges().end());
+  for (const auto& [name, value] : gauges) {
+    auto it = s->named.find(name);
+    if (it == s->named.end()) {
+      if (s->named.size() >= kMaxNamedGauges || !ValidGaugeName(name)) continue;  // bounded, as documented
+      const prometheus::Labels labels = {{"job", job_id}, {"rank", absl::StrCat(rank)}, {"node", node_}, {"name", name}};
+      it = s->named.emplace(name, &families_->named_gauge->Add(labels)).first;
+    }
+    it->second->Set(value);
+  }
 }
 
 void WorkerMetrics::UpdateSkewLocked(const std::string& job_id) {
@@ -353,6 +384,7 @@ void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, in
   if (s.gpu_info != nullptr) f.gpu_info->Remove(s.gpu_info);
   gpus_.erase(key);
   for (size_t i = 0; i < s.report_gauges.size(); ++i) f.report_gauges[i]->Remove(s.report_gauges[i]);
+  for (const auto& [name, gauge] : s.named) f.named_gauge->Remove(gauge);
   series_.erase(it);
   UpdateSkewLocked(job_id);
 }

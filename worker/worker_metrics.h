@@ -97,6 +97,8 @@ class WorkerMetrics {
   // older generation.
   RankSeries* CurrentSeriesLocked(const std::string& job_id, int64_t generation, int32_t rank);
   RankSeries* SeriesLocked(const std::string& job_id, int32_t rank);
+  // A program's own gauges (StepMetrics.gauges) as ringmaster_rank_gauge.
+  void RecordNamedGaugesLocked(const std::string& job_id, int32_t rank, const v1::StepMetrics& m, RankSeries* s);
   // Sets the skew ratio of every rank of `job_id` on this node.
   void UpdateSkewLocked(const std::string& job_id);
 

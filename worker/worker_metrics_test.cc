@@ -103,6 +103,28 @@ TEST(WorkerMetricsTest, AnExitedRanksSeriesGoUnlessANewerGenerationReports) {
   EXPECT_THAT(text, HasSubstr("ringmaster_worker_rank_exits_total{node=\"n\"} 2"));
 }
 
+TEST(WorkerMetricsTest, AProgramsOwnGaugesAreExposedByNameBoundedAndGoWithTheRank) {
+  MetricsRegistry registry;
+  std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
+  v1::StepMetrics m = Step(5);
+  (*m.mutable_gauges())["grad_scale"] = 2.5;
+  metrics->RecordStep("j", 1, 0, m);
+  (*m.mutable_gauges())["bad name"] = 1;  // not a name we export
+  for (int i = 0; i < 70; ++i) (*m.mutable_gauges())["g" + std::to_string(i)] = i;
+  metrics->RecordStep("j", 1, 0, m);
+  std::string text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_gauge{job=\"j\",name=\"grad_scale\",node=\"n\",rank=\"0\"} 2.5"));
+  EXPECT_THAT(text, Not(HasSubstr("bad name")));
+  size_t series = 0;
+  for (size_t at = text.find("ringmaster_rank_gauge{"); at != std::string::npos;
+       at = text.find("ringmaster_rank_gauge{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 64u);  // at most 64 names per rank
+  metrics->RankExited("j", 1, 0);
+  EXPECT_THAT(registry.ExposeText(), Not(HasSubstr("ringmaster_rank_gauge{")));
+}
+
 TEST(WorkerMetricsTest, ExposesMfuDataWaitAndTheGpuOfEachRank) {
   MetricsRegistry registry;
   std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");

@@ -1,7 +1,9 @@
 #include "coordinator/core/dispatcher.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +13,32 @@
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::coordinator {
+namespace {
+
+// Program jobs' MASTER_PORT: torchrun's default and the 499 ports above it.
+constexpr int32_t kMasterPortFirst = 29500;
+constexpr int32_t kMasterPorts = 500;
+
+// The host part of a NodeInfo.address ("host", "host:port", "[v6]:port").
+std::string HostOf(const std::string& address) {
+  if (!address.empty() && address.front() == '[') return address.substr(1, address.find(']') - 1);
+  const size_t colon = address.find(':');
+  return colon != std::string::npos && address.find(':', colon + 1) == std::string::npos ? address.substr(0, colon)
+                                                                                          : address;
+}
+
+}  // namespace
+
+int32_t ChooseMasterPort(const std::string& job_id, int64_t generation, const std::set<int32_t>& taken) {
+  // Spread over the range by job and generation, so that a port some other
+  // process on the node holds is not chosen again by the next generation.
+  const size_t start = std::hash<std::string>{}(absl::StrCat(job_id, "/", generation)) % kMasterPorts;
+  for (int32_t i = 0; i < kMasterPorts; ++i) {
+    const int32_t port = kMasterPortFirst + static_cast<int32_t>((start + i) % kMasterPorts);
+    if (taken.count(port) == 0) return port;
+  }
+  return 0;
+}
 
 int32_t ElasticNodes(const JobLifecycle::Waiting& job, const std::vector<NodeCapacity>& capacity) {
   const v1::ResourceSpec& res = job.resources;
@@ -102,11 +130,13 @@ absl::Status Dispatcher::Place(const JobLifecycle::Waiting& job, const JobPlacem
   const int32_t data = static_cast<int32_t>(granted.nodes.size()) * res.ranks_per_node() / job.pipeline;
   ASSIGN_OR_RETURN(v1::Placement placement,
                    BuildPlacement(gen, res.ranks_per_node(), data, job.pipeline, granted.nodes, cuda));
+  if (job.program) RETURN_IF_ERROR(ChooseMaster(job_id, &placement));
   for (const NodeGrant& grant : granted.nodes) {
     std::vector<RankSlot> slots;
     for (const v1::RankAssignment& r : placement.ranks()) {
       if (r.node_id() != grant.node_id) continue;
-      slots.push_back({job_id, gen, r.global_rank(), r.gpu_uuid(), cuda ? 0 : res.cpus_per_rank()});
+      slots.push_back({job_id, gen, r.global_rank(), r.gpu_uuid(), cuda ? 0 : res.cpus_per_rank(),
+                       r.global_rank() == 0 ? placement.master_port() : 0});
     }
     if (absl::Status s = nodes_->Reserve(grant.node_id, slots); !s.ok()) {
       nodes_->ReleaseGeneration(job_id, gen);
@@ -122,6 +152,24 @@ absl::Status Dispatcher::Place(const JobLifecycle::Waiting& job, const JobPlacem
     if (absl::IsFailedPrecondition(s)) return absl::OkStatus();  // cancelled meanwhile: nothing to begin
     return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::ChooseMaster(const std::string& job_id, v1::Placement* placement) {
+  const std::string& node_id = placement->ranks(0).node_id();
+  ASSIGN_OR_RETURN(const v1::NodeInfo node, nodes_->GetNode(node_id));
+  std::set<int32_t> taken;
+  for (const RankSlot& slot : nodes_->SlotsOn(node_id)) {
+    if (slot.master_port != 0) taken.insert(slot.master_port);
+  }
+  const int32_t port = ChooseMasterPort(job_id, placement->generation(), taken);
+  if (port == 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("node ", node.hostname(), ": every MASTER_PORT in [",
+                                                     kMasterPortFirst, ", ", kMasterPortFirst + kMasterPorts,
+                                                     ") is held by another program job's rank 0"));
+  }
+  placement->set_master_addr(HostOf(node.address().empty() ? node.hostname() : node.address()));
+  placement->set_master_port(port);
   return absl::OkStatus();
 }
 

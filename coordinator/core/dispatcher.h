@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <mutex>
 
@@ -59,6 +60,10 @@ class Dispatcher {
  private:
   // Begins one placed job's generation: placement, slots, JobLifecycle.
   absl::Status Place(const JobLifecycle::Waiting& job, const JobPlacement& granted);
+  // A program job's MASTER_ADDR and MASTER_PORT (Placement.master_addr,
+  // master_port): rank 0's node, and a port no other generation's rank 0
+  // holds there.
+  absl::Status ChooseMaster(const std::string& job_id, v1::Placement* placement);
 
   const Clock* clock_;
   NodeRegistry* nodes_;
@@ -71,6 +76,12 @@ class Dispatcher {
 // How many nodes an elastic job asks for now, between min_nodes and
 // resources.nodes (see the class comment); resources.nodes otherwise.
 int32_t ElasticNodes(const JobLifecycle::Waiting& job, const std::vector<NodeCapacity>& capacity);
+
+// A program generation's MASTER_PORT on rank 0's node: a port in [29500,
+// 30000) not in `taken` (the ports other generations' rank 0 hold there),
+// the search starting at a point spread by job and generation; 0 when every
+// port is taken.
+int32_t ChooseMasterPort(const std::string& job_id, int64_t generation, const std::set<int32_t>& taken);
 
 }  // namespace ringmaster::coordinator
 

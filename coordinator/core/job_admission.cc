@@ -56,10 +56,16 @@ absl::Status CheckCheckpointRoot(const std::string& directory, const std::vector
 
 absl::Status CheckEnvAllowed(const v1::JobSpec& spec, const std::vector<std::string>& allowed_env) {
   ASSIGN_OR_RETURN(EnvPolicy policy, EnvPolicy::Create(allowed_env));
-  std::vector<std::string> names;
-  for (const auto& [name, value] : spec.env()) names.push_back(name);
-  std::sort(names.begin(), names.end());
-  for (const std::string& name : names) RETURN_IF_ERROR(policy.Check(name));
+  for (const bool program : {false, true}) {  // the spec's env, then the program's, under the same rules
+    std::vector<std::string> names;
+    for (const auto& [name, value] : program ? spec.program().env() : spec.env()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      if (absl::Status s = policy.Check(name); !s.ok()) {
+        return program ? absl::InvalidArgumentError(absl::StrCat("program.", s.message())) : s;
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -105,6 +105,7 @@ class JobLifecycle : public RendezvousListener {
     int32_t pipeline = 1;     // parallelism.pipeline
     int32_t min_nodes = 0;    // restart.elastic.min_nodes; 0: not elastic
     int64_t generation = 0;   // its current (last) generation
+    bool program = false;     // a program job (JobSpec.program): it gets a MASTER_PORT
   };
   // Every waiting job, against the capacity the pass works with.
   std::vector<Waiting> WaitingJobs(const std::vector<NodeCapacity>& capacity) const;
@@ -254,6 +255,11 @@ class JobLifecycle : public RendezvousListener {
     std::optional<PreemptWait> preempt;
   };
   // One failure of a job's current generation.
+  // Whether the current generation's ranks talk to the coordinator about
+  // their progress: always the built-in trainer's; a program's once it
+  // reported a step (the SDK's report()). Only then do the progress timeout
+  // apply and a drain or a preemption ask for a checkpoint first.
+  bool ReportsProgressLocked(const Entry& entry) const;
   struct GenerationFailure {
     v1::JobEventKind kind = v1::JOB_EVENT_KIND_RANK_EXITED;
     std::string reason;

@@ -34,6 +34,10 @@ std::vector<std::string> JobLifecycle::DrainNode(const std::string& node_id, con
     if (job.state() != v1::JOB_STATE_RUNNING) {
       s = MoveOffDrainedLocked(entry, node_id, hostname,
                                absl::StrCat("generation ", job.generation(), " had not started training"));
+    } else if (!ReportsProgressLocked(entry)) {
+      s = MoveOffDrainedLocked(entry, node_id, hostname,
+                               "the program reports no progress, so it cannot be asked for a checkpoint: "
+                               "stopped (SIGTERM, then SIGKILL after the grace period)");
     } else if (!entry.drain.has_value() || entry.drain->node_id != node_id) {
       if (entry.drain.has_value()) {  // another node's drain asked already: its checkpoint serves both
         remaining.push_back(job_id);

@@ -131,7 +131,10 @@ void JobLifecycle::DispatchLocked(Entry& entry) {
   entry.drain.reset();
   entry.preempt.reset();
   views_.ClearProgress(job.id());
-  entry.rendezvous_deadline = clock_->Now() + options_.rendezvous_timeout;
+  // A program need not join the coordinator's rendezvous (it may meet its
+  // peers at MASTER_ADDR): no deadline; it runs once its ranks are started.
+  const bool program = job.spec().has_program();
+  entry.rendezvous_deadline = program ? absl::InfiniteFuture() : clock_->Now() + options_.rendezvous_timeout;
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
   entry.resume_chosen = true;
   entry.resume_from = resume.ok() ? std::optional<v1::CheckpointInfo>(*std::move(resume)) : std::nullopt;
@@ -142,6 +145,14 @@ void JobLifecycle::DispatchLocked(Entry& entry) {
     for (JobListener* l : listeners_) l->OnStartRanks(order);
   }
   const size_t node_count = slices.size();
+  if (program) {
+    const std::string why = absl::StrCat("program started on ", job.placement().world_size(), " ranks, ", node_count,
+                                         node_count == 1 ? " node" : " nodes");
+    if (absl::Status s = MarkRunningLocked(entry, why); !s.ok()) {
+      spdlog::error("job {}: RUNNING not stored: {}", job.id(), s.ToString());
+    }
+    return;
+  }
   if (job.state() != v1::JOB_STATE_PLACED) return;
   JobRecord next = entry.record;
   next.job.set_state(v1::JOB_STATE_STARTING);
@@ -171,6 +182,10 @@ absl::Status JobLifecycle::MarkRunningLocked(Entry& entry, const std::string& wh
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), std::move(events)));
   entry.last_progress = clock_->Now();
   return absl::OkStatus();
+}
+
+bool JobLifecycle::ReportsProgressLocked(const Entry& entry) const {
+  return !entry.record.job.spec().has_program() || !entry.progress.empty();
 }
 
 // ---- failure, restart, success ----
@@ -417,6 +432,7 @@ void JobLifecycle::CheckProgress() {
     Entry& entry = *found;
     std::lock_guard<std::mutex> lock(entry.mu);
     if (entry.record.job.state() != v1::JOB_STATE_RUNNING) continue;
+    if (!ReportsProgressLocked(entry)) continue;  // a program that never reports: no timeout
     const int32_t seconds = entry.record.job.spec().restart().progress_timeout_seconds();
     if (seconds <= 0 || now - entry.last_progress < absl::Seconds(seconds)) continue;
     absl::Status s = FailGenerationLocked(

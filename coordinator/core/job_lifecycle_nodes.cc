@@ -68,6 +68,7 @@ std::vector<JobLifecycle::Waiting> JobLifecycle::WaitingJobs(const std::vector<N
     const v1::RestartPolicy& restart = entry.record.job.spec().restart();
     w.min_nodes = restart.has_elastic() ? restart.elastic().min_nodes() : 0;
     w.generation = entry.record.job.generation();
+    w.program = entry.record.job.spec().has_program();
     waiting.push_back(std::move(w));
   }
   return waiting;

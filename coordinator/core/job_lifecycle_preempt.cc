@@ -29,6 +29,10 @@ absl::Status JobLifecycle::Preempt(const std::string& job_id, const std::string&
   if (job.state() != v1::JOB_STATE_RUNNING) {
     return PreemptNowLocked(entry, absl::StrCat("generation ", job.generation(), " had not started training"));
   }
+  if (!ReportsProgressLocked(entry)) {
+    return PreemptNowLocked(entry, "the program reports no progress, so it cannot be asked for a checkpoint: "
+                                   "stopped (SIGTERM, then SIGKILL after the grace period)");
+  }
   const std::string why = absl::StrCat(reason, ": the ranks were asked for a checkpoint now; the job gives its ",
                                        "slots back once it is written");
   RETURN_IF_ERROR(CommitLocked(entry, entry.record,

@@ -89,6 +89,7 @@ struct RankSlot {
   int32_t global_rank = 0;
   std::string gpu_uuid;   // CUDA: the GPU it holds; CPU: empty
   int32_t cpu_slots = 0;  // CPU: slots it holds; CUDA: 0
+  int32_t master_port = 0;  // rank 0 of a program job: its MASTER_PORT on the node; else 0
 };
 
 class NodeRegistry {

@@ -13,7 +13,9 @@ v1::StartRanks StartRanksProto(const StartOrder& order) {
   if (order.resume_from.has_value()) *out.mutable_resume_from() = *order.resume_from;
   out.set_checkpoint_dir(order.checkpoint_dir);
   for (const std::string& root : order.checkpoint_roots) out.add_checkpoint_roots(root);
-  *out.mutable_rendezvous_deadline() = ToProtoTime(order.rendezvous_deadline);
+  if (order.rendezvous_deadline != absl::InfiniteFuture()) {  // a program job's: none
+    *out.mutable_rendezvous_deadline() = ToProtoTime(order.rendezvous_deadline);
+  }
   out.set_rendezvous_secret(order.rendezvous_secret);
   out.set_owner(order.owner);
   return out;
