@@ -100,7 +100,7 @@ wait_until() {
   "$@" >/dev/null 2>&1 || fail "$what (waited ${seconds}s)"
 }
 
-nodes_ready() { [ "$(rm_cli nodes 2>/dev/null | grep -c READY)" -ge "$1" ]; }
+nodes_ready() { [ "$(rm_cli nodes 2>/dev/null | grep -cw READY)" -ge "$1" ]; }
 wait_nodes_ready() { wait_until 30 "$1 worker(s) did not register" nodes_ready "$1"; }
 
 # A field of `describe JOB --output json` (the GetJobResponse), by a jq-like

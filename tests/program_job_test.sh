@@ -27,10 +27,11 @@ wait_nodes_ready "$([ "$scenario" = drain ] && echo 2 || echo 1)"
 steps=60
 # The program's rank processes of this cluster's job JOB with RANK=R.
 rank_pid() {
-  local job=$1 rank=$2 pid
+  local job=$1 rank=$2 pid env
   for pid in $(pgrep -f "train.py" || true); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "RINGMASTER_RANK_CONTEXT=$state/n[12]/ranks/$job/.*" &&
-      tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "RANK=$rank" && echo "$pid"
+    env=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
+    grep -qx "RINGMASTER_RANK_CONTEXT=$state/n[12]/ranks/$job/.*" <<<"$env" && grep -qx "RANK=$rank" <<<"$env" &&
+      echo "$pid"
   done
   return 0
 }
@@ -70,7 +71,35 @@ if [ "$scenario" = drain ]; then
   resumed=$(event_reason "$job" RESTARTING)
   grep -q "resuming from step $(grep -oE 'step [0-9]+' <<<"$moved" | tr -dc 0-9)\$" <<<"$resumed" ||
     fail "did not resume from the drain's checkpoint: $resumed"
-  echo "PASS: $moved; $resumed; 0 restarts used"
+  echo "drained: $moved; $resumed; 0 restarts used"
+
+  # A program that never talks to Ringmaster: a drain stops it at once
+  # (SIGTERM first), it starts again on the other node, restarts unused;
+  # a cancel stops it too.
+  cat >"$state/silent.sh" <<'SH'
+trap 'echo "got SIGTERM"; exit 0' TERM
+echo "silent rank $RANK of $WORLD_SIZE, master $MASTER_ADDR:$MASTER_PORT"
+while :; do sleep 0.1; done
+SH
+  rm_cli nodes uncordon "$first" >/dev/null || fail "uncordon $first"
+  out=$(rm_cli submit "$job_yaml" --set "program.command=[sh, $state/silent.sh]" --set restart.max_restarts=0)
+  silent=$(job_id_of "$out")
+  [ -n "$silent" ] || fail "submit of the silent program printed no job id: $out"
+  wait_until 30 "the silent program $silent did not run" job_in_state "$silent" JOB_STATE_RUNNING
+  on=$(job_field "$silent" 'r["job"]["placement"]["ranks"][0]["hostname"]')
+  said_hello() { local log; log=$(rm_cli logs "$silent" --rank 0 2>&1); grep -q "silent rank 0 of 2, master 127.0.0.1:29" <<<"$log"; }
+  wait_until 30 "the silent program printed nothing" said_hello
+  rm_cli nodes drain "$on" --reason program_job_test --timeout 60s >"$state/drain2.txt" 2>&1 ||
+    { cat "$state/drain2.txt"; fail "nodes drain $on exited non-zero"; }
+  grep -q "the program reports no progress" <<<"$(event_reason "$silent" NODE_DRAINED)" ||
+    fail "the silent program was not stopped at once: $(event_reason "$silent" NODE_DRAINED)"
+  log=$(rm_cli logs "$silent" --rank 0 --generation 1 2>&1)
+  grep -q "got SIGTERM" <<<"$log" || fail "the silent program got no SIGTERM: $log"
+  wait_until 30 "the silent program did not run again" job_in_state "$silent" JOB_STATE_RUNNING
+  [ "$(job_field "$silent" 'r["job"].get("restarts", 0)')" = 0 ] || fail "the drain of the silent program used a restart"
+  rm_cli cancel "$silent" >/dev/null || fail "cancel $silent"
+  wait_until 30 "the silent program was not cancelled" job_in_state "$silent" JOB_STATE_CANCELLED
+  echo "PASS: the SDK program saved on request and moved; the silent one was stopped (SIGTERM), moved and cancelled"
   exit 0
 fi
 
@@ -103,7 +132,8 @@ killed_run() {
   [ "$(job_field "$job" 'r["job"].get("restarts", 0)')" = 1 ] || fail "$job ($store): expected 1 restart"
   resumed=$(job_field "$job" "[e['reason'] for e in r['events'] if e['kind'] == 'JOB_EVENT_KIND_RESTARTING'][0]")
   grep -q "resuming from step" <<<"$resumed" || fail "$job ($store) did not resume from a checkpoint: $resumed"
-  rm_cli logs "$job" --rank 0 | grep -q "resumed from" || fail "$job ($store): rank 0 did not resume"
+  log=$(rm_cli logs "$job" --rank 0 2>&1)
+  grep -q "resumed from" <<<"$log" || fail "$job ($store): rank 0 did not resume"
   difference=$(/usr/bin/python3 -c "import sys, torch
 a, b = torch.load(sys.argv[1]), torch.load(sys.argv[2])
 assert a.keys() == b.keys(), 'different parameters'

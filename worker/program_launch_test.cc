@@ -24,11 +24,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
-std::map<std::string, std::string> EnvOf(const SpawnRequest& request) {
-  std::map<std::string, std::string> env;
-  for (const std::string& kv : request.env) env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-  return env;
-}
+std::map<std::string, std::string> EnvOf(const SpawnRequest& request) { return testing::EnvMap(request.env); }
 
 // Rank 1 of two, on the second of two nodes, of a program job in its third
 // generation.

@@ -33,14 +33,7 @@ using ::testing::HasSubstr;
 using testing::FileExists;
 using testing::TempDir;
 
-std::map<std::string, std::string> EnvOf(const SpawnRequest& request) {
-  std::map<std::string, std::string> env;
-  for (const std::string& kv : request.env) {
-    size_t eq = kv.find('=');
-    env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
-}
+std::map<std::string, std::string> EnvOf(const SpawnRequest& request) { return testing::EnvMap(request.env); }
 
 // Four ranks on two nodes; this node runs ranks 2 and 3 (node rank 1), and
 // receives only its slice of the placement.

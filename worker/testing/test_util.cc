@@ -83,4 +83,13 @@ bool CanActAsOtherAccounts(std::string* why) {
   return false;
 }
 
+std::map<std::string, std::string> EnvMap(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const std::string& kv : env) {
+    const size_t eq = kv.find('=');
+    out[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+  }
+  return out;
+}
+
 }  // namespace ringmaster::worker::testing

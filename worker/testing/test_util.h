@@ -7,7 +7,9 @@
 // WaitUntil.
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -32,6 +34,8 @@ std::string WriteScript(const std::string& path, const std::string& body);
 void WriteFile(const std::string& path, const std::string& content);
 // The file's content, or "" if it cannot be read.
 std::string ReadFile(const std::string& path);
+// A "KEY=VALUE" list (a spawned process's environment) as a map.
+std::map<std::string, std::string> EnvMap(const std::vector<std::string>& env);
 bool FileExists(const std::string& path);
 
 // Polls `pred` every few milliseconds until it holds or `timeout` passes;
