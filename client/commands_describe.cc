@@ -55,6 +55,21 @@ void PrintField(std::ostream& out, const std::string& label, const std::string& 
   out << absl::StrFormat("%-15s %s\n", label + ":", value);
 }
 
+// "Goodput: 79.0% of the time since placed" and where the time went, each
+// phase in seconds (docs/operations.md defines them).
+void PrintGoodput(const v1::GoodputBreakdown& g, std::ostream& out) {
+  if (!g.has_first_placement_time()) {
+    PrintField(out, "Goodput", absl::StrFormat("- (queued %.0fs, not placed yet)", g.queued_seconds()));
+    return;
+  }
+  PrintField(out, "Goodput", absl::StrFormat("%.1f%% of the time since placed", 100 * g.goodput()));
+  PrintField(out, "Time", absl::StrFormat("training %.0fs, checkpoint stall %.0fs, recomputed %.0fs, "
+                                          "restart %.0fs, starting %.0fs, queued %.0fs",
+                                          g.training_seconds(), g.checkpoint_stall_seconds(),
+                                          g.recomputed_seconds(), g.restart_seconds(), g.starting_seconds(),
+                                          g.queued_seconds()));
+}
+
 void PrintJob(const v1::Job& job, absl::Time now, std::ostream& out) {
   PrintField(out, "Job", job.id());
   PrintField(out, "Name", job.spec().name());
@@ -81,6 +96,7 @@ void PrintJob(const v1::Job& job, absl::Time now, std::ostream& out) {
     PrintField(out, "Checkpoint", absl::StrCat("step ", job.last_checkpoint().step(), " at ",
                                                job.last_checkpoint().path()));
   }
+  if (job.has_goodput()) PrintGoodput(job.goodput(), out);
   if (job.abridged()) {
     PrintField(out, "Abridged", "stored before the spec's limits and too large to show whole: its labels, node "
                                 "selectors and env are cut to their limits");

@@ -25,9 +25,10 @@ std::string Jobs(const v1::NodeInfo& node) {
   return jobs.empty() ? "-" : absl::StrJoin(jobs, ",");
 }
 
-// READY, CORDONED, DRAINING, LOST, LOST,CORDONED.
+// READY, CORDONED, DRAINING, NOT_READY, NOT_READY,DRAINING, LOST, LOST,CORDONED.
 std::string State(const v1::NodeInfo& node) {
   if (node.state() == v1::NODE_STATE_LOST && !node.cordoned_by().empty()) return "LOST,CORDONED";
+  if (node.state() == v1::NODE_STATE_NOT_READY) return node.draining() ? "NOT_READY,DRAINING" : "NOT_READY";
   if (node.state() != v1::NODE_STATE_LOST && node.draining()) return "DRAINING";
   return NodeStateName(node.state());
 }
@@ -36,6 +37,12 @@ std::string Cordon(const v1::NodeInfo& node) {
   if (node.cordoned_by().empty()) return "-";
   return node.cordon_reason().empty() ? node.cordoned_by()
                                       : absl::StrCat(node.cordoned_by(), ": ", node.cordon_reason());
+}
+
+// The worker's health checks: "ok", the failing one, or "-" (LOST: unknown).
+std::string Health(const v1::NodeInfo& node) {
+  if (!node.not_ready_reason().empty()) return node.not_ready_reason();
+  return node.state() == v1::NODE_STATE_LOST ? "-" : "ok";
 }
 
 std::string NodeName(const v1::NodeInfo& node) { return absl::StrCat(node.hostname(), " (", node.node_id(), ")"); }
@@ -91,12 +98,14 @@ int RunNodes(JobStub& stub, const GlobalOptions& global, Console& console) {
     return kExitOk;
   }
   // GPUS and CPUS are free/total.
-  Table table({"ID", "HOSTNAME", "ADDRESS", "STATE", "GPUS", "CPUS", "JOBS", "CORDONED", "LABELS", "VERSION"});
+  Table table(
+      {"ID", "HOSTNAME", "ADDRESS", "STATE", "GPUS", "CPUS", "JOBS", "CORDONED", "LABELS", "VERSION", "HEALTH"});
   for (const v1::NodeInfo& node : response.nodes()) {
     table.AddRow({node.node_id(), node.hostname(), node.address().empty() ? "-" : node.address(), State(node),
                   absl::StrCat(node.free_gpus(), "/", node.gpus_size()),
                   absl::StrCat(node.free_cpu_slots(), "/", node.cpu_slots()), Jobs(node), Cordon(node),
-                  FormatLabels(node.labels()), node.worker_version().empty() ? "-" : node.worker_version()});
+                  FormatLabels(node.labels()), node.worker_version().empty() ? "-" : node.worker_version(),
+                  Health(node)});
   }
   table.Render(console.out);
   return kExitOk;

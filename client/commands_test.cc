@@ -244,13 +244,26 @@ TEST_F(CommandsTest, NodesTable) {
   d->set_hostname("gpu-d");
   d->set_state(v1::NODE_STATE_LOST);
   d->set_cordoned_by("worker");
+  v1::NodeInfo* e = script().list_nodes.add_nodes();
+  e->set_node_id("n-5");
+  e->set_hostname("gpu-e");
+  e->set_state(v1::NODE_STATE_NOT_READY);
+  e->set_not_ready_reason("health check /etc/rm/ib.sh: mlx5_0 down");
+  e->set_draining(true);
   EXPECT_EQ(RunNodes(*stub_, global_, console_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "ID   HOSTNAME  ADDRESS        STATE          GPUS  CPUS   JOBS  CORDONED         LABELS           VERSION\n"
-            "n-1  gpu-a     10.0.0.1:7000  READY          4/8   60/64  j-2   -                rack=a3,zone=z1  0.1.0\n"
-            "n-2  cpu-b     -              LOST           0/0   0/4    -     -                -                -\n"
-            "n-3  gpu-c     -              DRAINING       0/0   0/0    -     alice: bad DIMM  -                -\n"
-            "n-4  gpu-d     -              LOST,CORDONED  0/0   0/0    -     worker           -                -\n");
+            "ID   HOSTNAME  ADDRESS        STATE               GPUS  CPUS   JOBS  CORDONED         LABELS           "
+            "VERSION  HEALTH\n"
+            "n-1  gpu-a     10.0.0.1:7000  READY               4/8   60/64  j-2   -                rack=a3,zone=z1  "
+            "0.1.0    ok\n"
+            "n-2  cpu-b     -              LOST                0/0   0/4    -     -                -                "
+            "-        -\n"
+            "n-3  gpu-c     -              DRAINING            0/0   0/0    -     alice: bad DIMM  -                "
+            "-        ok\n"
+            "n-4  gpu-d     -              LOST,CORDONED       0/0   0/0    -     worker           -                "
+            "-        -\n"
+            "n-5  gpu-e     -              NOT_READY,DRAINING  0/0   0/0    -     -                -                "
+            "-        health check /etc/rm/ib.sh: mlx5_0 down\n");
 }
 
 TEST_F(CommandsTest, CordonAndUncordonSayWhatChanged) {

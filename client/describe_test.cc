@@ -230,6 +230,32 @@ TEST_F(CommandsTest, DescribeSaysWhenAJobIsAbridged) {
                                                "limits\n"));
 }
 
+TEST_F(CommandsTest, DescribeShowsWhereTheTimeWent) {
+  v1::Job job = MakeJob("j-7", "gpt", v1::JOB_STATE_RUNNING);
+  v1::GoodputBreakdown* g = job.mutable_goodput();
+  *g->mutable_first_placement_time() = At(kT0 - 200);
+  g->set_queued_seconds(10);
+  g->set_starting_seconds(5);
+  g->set_training_seconds(158);
+  g->set_checkpoint_stall_seconds(2);
+  g->set_recomputed_seconds(30);
+  g->set_restart_seconds(5);
+  g->set_goodput(0.79);
+  *script().get.mutable_job() = job;
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-7", console_), kExitOk);
+  EXPECT_THAT(out_.str(), ::testing::HasSubstr("Goodput:        79.0% of the time since placed\n"
+                                               "Time:           training 158s, checkpoint stall 2s, recomputed 30s, "
+                                               "restart 5s, starting 5s, queued 10s\n"));
+}
+
+TEST_F(CommandsTest, DescribeSaysAQueuedJobHasNoGoodputYet) {
+  v1::Job job = MakeJob("j-8", "gpt", v1::JOB_STATE_QUEUED);
+  job.mutable_goodput()->set_queued_seconds(42);
+  *script().get.mutable_job() = job;
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-8", console_), kExitOk);
+  EXPECT_THAT(out_.str(), ::testing::HasSubstr("Goodput:        - (queued 42s, not placed yet)\n"));
+}
+
 TEST_F(CommandsTest, NotFoundNamesTheJob) {
   script().get_status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no job \"j-42\"");
   EXPECT_EQ(RunDescribe(*stub_, global_, "j-42", console_), kExitError);

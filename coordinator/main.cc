@@ -47,6 +47,7 @@ struct Flags {
   std::string rendezvous_timeout = "5m";
   std::string stop_grace_period = "30s";
   std::string drain_checkpoint_timeout = "5m";
+  std::string quarantine_window = "1h";
   std::string preemption_grace = "5m";
   std::string shutdown_timeout = "5s";
   std::string node_recovery_grace = "60s";
@@ -90,6 +91,7 @@ int Run(Flags& flags) {
         std::make_tuple("--drain-checkpoint-timeout", &flags.drain_checkpoint_timeout,
                         &config.drain_checkpoint_timeout),
         std::make_tuple("--preemption-grace", &flags.preemption_grace, &config.preemption_grace),
+        std::make_tuple("--quarantine-window", &flags.quarantine_window, &config.quarantine.window),
         std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout),
         std::make_tuple("--node-recovery-grace", &flags.node_recovery_grace, &config.node_recovery_grace)}) {
     if (absl::Status s = ringmaster::ParseDurationFlag(name, *text, /*allow_zero=*/false, out); !s.ok()) {
@@ -159,6 +161,14 @@ int main(int argc, char** argv) {
   app.add_option("--drain-checkpoint-timeout", flags.drain_checkpoint_timeout,
                  "A drained node's job moves after this long even without the checkpoint it was asked for "
                  "(it then resumes from its newest one)")
+      ->capture_default_str();
+  app.add_option("--quarantine-jobs", flags.config.quarantine.jobs,
+                 "Cordon (quarantine) a node where ranks of this many distinct jobs failed within "
+                 "--quarantine-window, until an operator uncordons it; 0: never")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--quarantine-window", flags.quarantine_window,
+                 "The window of --quarantine-jobs")
       ->capture_default_str();
   app.add_option("--shutdown-timeout", flags.shutdown_timeout,
                  "On SIGTERM: how long calls in flight (and clients' idle connections) may take to close")

@@ -408,8 +408,13 @@ void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1
           }
         }
         v1::WorkerMessage answer;
-        *answer.mutable_start_result() = launcher_->Start(message.start());
+        bool unfit = false;
+        *answer.mutable_start_result() = Start(start, &unfit);
+        // A refusal goes after a heartbeat that says why, so that the restart is placed elsewhere.
+        v1::WorkerMessage heartbeat;
+        if (unfit) heartbeat = HeartbeatMessage();
         std::lock_guard<std::mutex> lock(mu_);
+        if (heartbeat.has_heartbeat()) outbox_.push_back(std::move(heartbeat));
         outbox_.push_back(std::move(answer));
         cv_.notify_all();
         break;
@@ -434,10 +439,27 @@ void CoordinatorSession::ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1
   cv_.notify_all();
 }
 
+v1::StartRanksResult CoordinatorSession::Start(const v1::StartRanks& start, bool* unfit) {
+  const std::string failure =
+      options_.health == nullptr
+          ? ""
+          : options_.health->CheckBeforePlacement({start.checkpoint_roots().begin(), start.checkpoint_roots().end()});
+  *unfit = !failure.empty();
+  if (failure.empty()) return launcher_->Start(start);
+  spdlog::warn("job {} generation {}: not started, the node is NOT_READY: {}", start.job_id(), start.generation(),
+               failure);
+  v1::StartRanksResult result;
+  result.set_job_id(start.job_id());
+  result.set_generation(start.generation());
+  result.set_error(absl::StrCat("node not ready: ", failure));
+  return result;
+}
+
 v1::WorkerMessage CoordinatorSession::HeartbeatMessage() const {
   v1::WorkerMessage message;
   v1::Heartbeat* heartbeat = message.mutable_heartbeat();
   *heartbeat->mutable_time() = ToProtoTime(clock_->Now());
+  if (options_.health != nullptr) heartbeat->set_health_failure(options_.health->Failure());
   for (const RunningRankInfo& r : supervisor_->Running()) *heartbeat->add_running_ranks() = ToRunningRank(r);
   return message;
 }

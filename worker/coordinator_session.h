@@ -10,6 +10,9 @@
 //     (the flag's, else the coordinator's heartbeat_interval, at most a third
 //     of the lease), the StartRanksResult of every StartRanks, and the ranks'
 //     progress (the latest report per rank; older ones are coalesced).
+//   - Health: each heartbeat carries the health checks' latest failure; a
+//     StartRanks while a check fails is refused (recoverable), after a
+//     heartbeat that makes the node NOT_READY.
 //   - StartRanks / StopRanks coming down the stream go to the RankLauncher,
 //     on the stream's reader thread (starting a rank takes milliseconds);
 //     CheckpointNow to the ProcessSupervisor, whose fencing tells the ranks.
@@ -57,6 +60,7 @@
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/node_service.grpc.pb.h"
+#include "worker/health_checks.h"
 #include "worker/node_credential.h"
 #include "worker/process_supervisor.h"
 #include "worker/rank_launcher.h"
@@ -82,6 +86,10 @@ struct CoordinatorSessionOptions {
   RetryPolicy retry;
   // Exit reports kept while the coordinator is away; beyond, the oldest go.
   size_t max_pending_exits = 4096;
+  // The node's health checks (null: always fit; must outlive the session):
+  // every heartbeat carries Failure(), and a StartRanks is refused while
+  // CheckBeforePlacement fails (after a heartbeat saying so).
+  HealthChecks* health = nullptr;
 };
 
 // A channel to the coordinator at `address` whose own reconnection follows
@@ -138,6 +146,9 @@ class CoordinatorSession {
   absl::Status RunSession(bool* got_lease);
   absl::Status Register(int64_t* session_id, absl::Duration* heartbeat_interval);
   void ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream, bool* got_lease);
+  // The answer to a StartRanks: the launcher's, or a refusal (*unfit) while
+  // a health check fails.
+  v1::StartRanksResult Start(const v1::StartRanks& start, bool* unfit);
   void ExitLoop();
   v1::WorkerMessage HeartbeatMessage() const;
   v1::WorkerMessage DrainMessage() const;  // with mu_ held

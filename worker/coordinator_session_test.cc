@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -16,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/testing/fake_node_service.h"
+#include "worker/health_checks.h"
 #include "worker/log_pusher.h"
 #include "worker/log_shipper.h"
 #include "worker/node_credential.h"
@@ -116,6 +118,7 @@ class SessionTest : public ::testing::Test {
     options.credential = &credential_;
     options.retry = retry;
     options.rpc_timeout = absl::Seconds(2);
+    options.health = health_.get();
     session_ = std::make_unique<CoordinatorSession>(channel_, clock, launcher_.get(), &supervisor_, nullptr, options);
   }
 
@@ -172,6 +175,8 @@ class SessionTest : public ::testing::Test {
   std::unique_ptr<RankLauncher> launcher_;
   RetryPolicy backoff_;
   std::shared_ptr<grpc::Channel> channel_;
+  std::atomic<int64_t> free_bytes_{int64_t{1} << 40};  // the health checks' fake free space
+  std::unique_ptr<HealthChecks> health_;  // null: none
   std::unique_ptr<CoordinatorSession> session_;
 };
 
@@ -221,6 +226,41 @@ TEST_F(SessionTest, RegistersThenHeartbeatsAtTheCoordinatorsInterval) {
       [&](const v1::Heartbeat& h) { return FromProtoTime(h.time()) == fake_clock_.Now(); }));
   fake_clock_.Advance(absl::Minutes(1));
   ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() == 3; }));
+}
+
+// While a health check fails, heartbeats say why and a StartRanks is refused
+// (after a heartbeat saying so); once it passes, ranks start again.
+TEST_F(SessionTest, AFailingHealthCheckGoesWithHeartbeatsAndRefusesStarts) {
+  HealthCheckOptions checks;
+  checks.disk_paths = {dir_.path()};
+  checks.min_free_bytes = int64_t{256} << 20;
+  free_bytes_ = int64_t{10} << 20;
+  health_ = std::make_unique<HealthChecks>(checks, Clock::Real(),
+                                           [&](const std::string&) -> absl::StatusOr<int64_t> { return free_bytes_.load(); });
+  const std::string failure = health_->Run();
+  ASSERT_EQ(failure, "free space: " + dir_.path() + " has 10 MiB available, below --health-min-free-mb 256");
+  MakeSession(Clock::Real(), backoff_);
+  session_->Start();
+  ASSERT_TRUE(WaitUntil([&] { return fake().HeartbeatWith([&](const v1::Heartbeat& h) { return h.health_failure() == failure; }); }));
+
+  fake().Send(StartOrder("j", 1, {0}));
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 1).has_value(); }));
+  EXPECT_EQ(fake().StartResult("j", 1)->error(), "node not ready: " + failure);
+  EXPECT_EQ(fake().StartResult("j", 1)->started_ranks_size(), 0);
+  EXPECT_EQ(supervisor_.RunningCount(), 0);
+  std::vector<v1::WorkerMessage> messages = fake().messages();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (!messages[i].has_start_result()) continue;
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(messages[i - 1].heartbeat().health_failure(), failure);  // said just before
+  }
+
+  free_bytes_ = int64_t{1} << 30;
+  EXPECT_EQ(health_->Run(), "");
+  fake().Send(StartOrder("j", 2, {0}));
+  ASSERT_TRUE(WaitUntil([&] { return fake().StartResult("j", 2).has_value(); }));
+  EXPECT_EQ(fake().StartResult("j", 2)->error(), "");
+  EXPECT_THAT(fake().StartResult("j", 2)->started_ranks(), ElementsAre(0));
 }
 
 TEST_F(SessionTest, StartsRanksReportsTheirExitsAndShipsTheirLogs) {
@@ -363,8 +403,14 @@ TEST_F(SessionTest, RegistersAgainWhenTheCoordinatorDoesNotKnowTheSession) {
   ASSERT_TRUE(WaitUntil([&] { return fake().registrations().size() == 1 && !session_->connected(); }));
   ASSERT_TRUE(fake_clock_.AwaitSleepers(1));  // in its backoff
   EXPECT_EQ(fake().registrations().size(), 1u);
-  fake_clock_.Advance(absl::Minutes(1));
-  ASSERT_TRUE(WaitUntil([&] { return fake().heartbeats() >= 1; }));
+  // The sleeper seen may be another thread, and the backoff's deadline may be
+  // taken after an advance: advance a backoff's worth at a time until the
+  // session is open again and heartbeating.
+  ASSERT_TRUE(WaitUntil([&] {
+    if (fake().heartbeats() >= 1) return true;
+    fake_clock_.Advance(absl::Minutes(1));
+    return false;
+  }));
   EXPECT_EQ(fake().registrations().size(), 2u);
   EXPECT_EQ(fake().registrations()[1].node().node_id(), "node-1");
   EXPECT_EQ(session_->sessions_opened(), 2);

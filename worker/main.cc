@@ -108,6 +108,24 @@ int main(int argc, char** argv) {
                  "Directories a job's data.path must lie in (comma-separated; a job reading elsewhere is refused)")
       ->delimiter(',')
       ->capture_default_str();
+  // Health checks (worker/README.md, "Health checks"): the node is NOT_READY while one fails.
+  app.add_option("--health-min-free-mb", config.health_min_free_mb,
+                 "Free space (MiB) the state directory and each --health-disk must have; 0: not checked")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--health-disk", config.health_disks,
+                 "Another file system whose free space is checked, e.g. the checkpoint root (repeatable)");
+  app.add_flag("--require-data-roots", config.require_data_roots,
+               "The node is NOT_READY while a --data-roots directory is missing");
+  app.add_option("--health-check", config.health_checks,
+                 "Operator's check script (absolute path, repeatable): a non-zero exit makes the node NOT_READY, "
+                 "its first output line the reason")
+      ->check(CLI::ExistingFile);
+  ringmaster::AddDurationOption(app, "--health-check-timeout", &config.health_check_timeout,
+                                "A --health-check script that runs longer fails (and is killed)", /*allow_zero=*/false);
+  ringmaster::AddDurationOption(app, "--health-interval", &config.health_interval,
+                                "How often the health checks run (also before each placement: free space, data roots)",
+                                /*allow_zero=*/false);
   // Ranks never run with the worker's privileges (docs/security.md).
   app.add_option("--run-as", config.run_as,
                  "Unix account the ranks run as: ACCOUNT (a name, UID or UID:GID; never root) for every job; owner "

@@ -19,6 +19,7 @@
 #include "spdlog/spdlog.h"
 #include "worker/agent_server.h"
 #include "worker/coordinator_session.h"
+#include "worker/health_checks.h"
 #include "worker/job_dir_janitor.h"
 #include "worker/job_dirs.h"
 #include "worker/log_pusher.h"
@@ -74,6 +75,7 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerConfig& config
   worker->session_->Start();
   worker->janitor_->Start();
   worker->ranks_janitor_->Start();
+  worker->health_->Start();
   return worker;
 }
 
@@ -191,12 +193,14 @@ absl::Status Worker::BuildCoordinatorLink() {
   RETURN_IF_ERROR(credential_->Load());
   channel_ = CoordinatorChannel(config_.coordinator, retry, tls_.get(), join_token_, credential_.get());
 
+  RETURN_IF_ERROR(BuildHealthChecks());
   CoordinatorSessionOptions session_options;
   session_options.node = node_;
   session_options.node_id_path = NodeIdPath(state_dir_);
   session_options.credential = credential_.get();
   session_options.heartbeat_interval = config_.heartbeat_interval;
   session_options.retry = retry;
+  session_options.health = health_.get();
   session_ = std::make_unique<CoordinatorSession>(channel_, clock_, launcher_.get(), supervisor_.get(),
                                                   metrics_.get(), session_options);
 
@@ -209,6 +213,30 @@ absl::Status Worker::BuildCoordinatorLink() {
       channel_, shipper_.get(), [this] { return session_->node_id(); }, retry, absl::Seconds(10), clock_);
   metrics_->SetRanksRunningSource([this] { return static_cast<double>(supervisor_->RunningCount()); });
   metrics_->SetLogLinesDroppedSource([this] { return static_cast<double>(shipper_->dropped_lines()); });
+  return absl::OkStatus();
+}
+
+absl::Status Worker::BuildHealthChecks() {
+  HealthCheckOptions options;
+  options.disk_paths = {state_dir_};
+  for (const std::string& disk : config_.health_disks) options.disk_paths.push_back(disk);
+  options.min_free_bytes = config_.health_min_free_mb << 20;
+  options.data_roots = config_.data_roots;
+  options.require_data_roots = config_.require_data_roots;
+  for (const std::string& script : config_.health_checks) {
+    if (!std::filesystem::path(script).is_absolute() || ::access(script.c_str(), X_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--health-check: ", script, " is not an executable file named by an absolute path"));
+    }
+  }
+  options.scripts = config_.health_checks;
+  options.script_timeout = config_.health_check_timeout;
+  options.interval = config_.health_interval;
+  options.output_dir = state_dir_ + "/health";
+  health_ = std::make_unique<HealthChecks>(std::move(options), clock_);
+  // The first registration's heartbeat already says whether the node is fit.
+  const std::string failure = health_->Run();
+  if (!failure.empty()) spdlog::warn("the node starts NOT_READY: {}", failure);
   return absl::OkStatus();
 }
 
@@ -264,6 +292,7 @@ void Worker::Shutdown() {
   if (shipper_ != nullptr) shipper_->Close();
   if (pusher_ != nullptr) pusher_->Stop(absl::Seconds(2));
   if (session_ != nullptr) session_->Stop(absl::Seconds(5));
+  if (health_ != nullptr) health_->Stop();
   if (metrics_ != nullptr) {
     metrics_->SetRanksRunningSource(nullptr);
     metrics_->SetLogLinesDroppedSource(nullptr);

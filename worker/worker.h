@@ -13,11 +13,12 @@
 //   RealProcessControl, LogShipper -> ProcessSupervisor (each exit goes to
 //   the shipper, the metrics and the session) -> RankLauncher ->
 //   NodeCredential -> the coordinator channel (shared by the session, the
-//   pusher and the agent's forwarding) -> CoordinatorSession -> AgentServer
+//   pusher and the agent's forwarding) -> HealthChecks (run once) ->
+//   CoordinatorSession -> AgentServer
 //   (agent.sock) -> LogPusher -> the two JobDirJanitors (jobs/, ranks/),
 //
-// then starts the shipper, the pusher, the session and the janitors, in that
-// order. Shutdown takes it down in the reverse order: every rank stopped
+// then starts the shipper, the pusher, the session, the janitors and the
+// periodic health checks, in that order. Shutdown takes it down in the reverse order: every rank stopped
 // (SIGTERM, SIGKILL after stop_grace_period) with its exit reported to the
 // session, the janitors, the agent socket, the shipper closed and what it
 // holds pushed (2 s), the queued exit reports delivered (5 s) and the session
@@ -52,6 +53,7 @@ namespace ringmaster::worker {
 
 class AgentServer;
 class CoordinatorSession;
+class HealthChecks;
 class JobDirJanitor;
 class LogPusher;
 class LogShipper;
@@ -92,6 +94,14 @@ struct WorkerConfig {
   // The node's variables for every rank (NodeRankEnv).
   std::vector<std::string> rank_env;
   std::vector<std::string> allowed_env = {"*"};
+  // Health checks (worker/health_checks.h): while one fails the node is
+  // NOT_READY. Free space on the state directory and on health_disks.
+  int64_t health_min_free_mb = 256;  // 0: no free-space check
+  std::vector<std::string> health_disks;
+  bool require_data_roots = false;  // each --data-roots directory must exist
+  std::vector<std::string> health_checks;  // operators' scripts (absolute paths)
+  absl::Duration health_check_timeout = absl::Seconds(10);
+  absl::Duration health_interval = absl::Seconds(30);
   // The worker's own environment ("NAME=VALUE"), read by main: --rank-env
   // takes values from it, PATH finds the trainer. Ranks never inherit it.
   std::vector<std::string> environment;
@@ -124,6 +134,7 @@ class Worker {
   absl::Status Prepare();
   absl::Status BuildMetrics();
   absl::Status BuildRanks();  // control, shipper, supervisor, launcher
+  absl::Status BuildHealthChecks();
   absl::Status BuildCoordinatorLink();  // session, agent, pusher
   void BuildJanitors();
   void LogStartup() const;
@@ -155,6 +166,7 @@ class Worker {
   std::unique_ptr<RankLauncher> launcher_;
   std::unique_ptr<NodeCredential> credential_;  // outlives the channel, which sends it
   std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<HealthChecks> health_;  // outlives the session, which asks it
   // Set before any rank can start (ranks start on the session's orders).
   std::unique_ptr<CoordinatorSession> session_;
   std::unique_ptr<AgentServer> agent_;

@@ -76,6 +76,9 @@ struct ShardCommit {
   int32_t pipeline_stages = 1;
   bool whole_model = false;  // the files hold every stage (pipeline_stage 0, rank 0)
   std::vector<v1::CheckpointFile> files;
+  // Seconds the writer took to write its files; <= 0: unknown. The commit
+  // that completes a checkpoint puts it on the CHECKPOINT_COMMITTED event.
+  double write_seconds = 0;
 };
 
 struct CommitResult {

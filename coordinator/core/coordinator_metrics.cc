@@ -6,13 +6,14 @@
 #include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "coordinator/core/goodput.h"
 #include "coordinator/core/job_state_machine.h"
 #include "common/proto_time.h"
 
 namespace ringmaster::coordinator {
 namespace {
 
-constexpr const char* kNodeStates[3] = {"ready", "cordoned", "lost"};
+constexpr const char* kNodeStates[4] = {"ready", "cordoned", "lost", "not_ready"};
 constexpr const char* kSlotStates[3] = {"allocated", "free", "unavailable"};
 constexpr absl::Duration kNodeCountsTtl = absl::Milliseconds(100);
 
@@ -28,6 +29,10 @@ constexpr v1::JobEventKind kRestartCauses[] = {
     v1::JOB_EVENT_KIND_RANK_EXITED,         v1::JOB_EVENT_KIND_NODE_LOST, v1::JOB_EVENT_KIND_PROGRESS_TIMEOUT,
     v1::JOB_EVENT_KIND_RENDEZVOUS_TIMEOUT,  v1::JOB_EVENT_KIND_RECOVERED, v1::JOB_EVENT_KIND_CHECKPOINT_DAMAGED,
     v1::JOB_EVENT_KIND_NODE_DRAINED,        v1::JOB_EVENT_KIND_PREEMPTED};
+
+// ringmaster_job_time_seconds' phases, in GoodputValue's order (0-5; 6 is the ratio).
+constexpr const char* kGoodputPhases[6] = {"queued",  "starting", "training", "checkpoint_stall",
+                                           "restart", "recomputed"};
 
 const prometheus::Histogram::BucketBoundaries kRpcLatencyBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -126,16 +131,27 @@ absl::Status CoordinatorMetrics::Register() {
   ASSIGN_OR_RETURN(CallbackGauges * gpus,
                    registry_->AddCallbackGauges("ringmaster_gpus",
                                                 "GPUs: allocated to ranks, free on ready nodes, unavailable on "
-                                                "cordoned or lost nodes."));
+                                                "cordoned, not ready or lost nodes."));
   ASSIGN_OR_RETURN(CallbackGauges * cpus,
                    registry_->AddCallbackGauges("ringmaster_cpu_slots",
                                                 "CPU slots: allocated to ranks, free on ready nodes, unavailable on "
-                                                "cordoned or lost nodes."));
-  for (int i = 0; i < 3; ++i) {
+                                                "cordoned, not ready or lost nodes."));
+  for (int i = 0; i < 4; ++i) {
     nodes->Set({{"state", kNodeStates[i]}}, [this, i] { return Counts().nodes[i]; });
+  }
+  for (int i = 0; i < 3; ++i) {
     gpus->Set({{"state", kSlotStates[i]}}, [this, i] { return Counts().gpus[i]; });
     cpus->Set({{"state", kSlotStates[i]}}, [this, i] { return Counts().cpu_slots[i]; });
   }
+  ASSIGN_OR_RETURN(goodput_ratio_,
+                   registry_->AddCallbackGauges("ringmaster_job_goodput_ratio",
+                                                "Kept training time over the time since the job was first placed, "
+                                                "for each job that has not ended."));
+  ASSIGN_OR_RETURN(job_time_,
+                   registry_->AddCallbackGauges("ringmaster_job_time_seconds",
+                                                "A job's wall time so far, by phase (queued, starting, training, "
+                                                "checkpoint_stall, restart, recomputed), for each job that has not "
+                                                "ended."));
   ASSIGN_OR_RETURN(sessions_,
                    registry_->AddCallbackGauges("ringmaster_node_sessions", "Workers with an open Session stream."));
   sessions_->Set({}, [] { return 0.0; });
@@ -152,7 +168,10 @@ CoordinatorMetrics::NodeCounts CoordinatorMetrics::Counts() {
   if (now - counts_at_ < kNodeCountsTtl) return counts_;
   NodeCounts c;
   for (const v1::NodeInfo& node : nodes_->ListNodes()) {
-    const int state = node.state() == v1::NODE_STATE_READY ? 0 : node.state() == v1::NODE_STATE_CORDONED ? 1 : 2;
+    const int state = node.state() == v1::NODE_STATE_READY       ? 0
+                      : node.state() == v1::NODE_STATE_CORDONED  ? 1
+                      : node.state() == v1::NODE_STATE_NOT_READY ? 3
+                                                                 : 2;
     c.nodes[state] += 1;
     const int idle = state == 0 ? 1 : 2;  // free, or unavailable
     c.gpus[0] += node.gpus_size() - node.free_gpus();
@@ -202,20 +221,68 @@ double CoordinatorMetrics::OldestWaitSeconds() {
   return std::max(absl::ToDoubleSeconds(clock_->Now() - oldest), 0.0);
 }
 
-void CoordinatorMetrics::Seed(const std::vector<v1::Job>& jobs) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const v1::Job& job : jobs) {
-    JobTrack& track = jobs_[job.id()];
-    if (track.state == v1::JOB_STATE_UNSPECIFIED && job.state() == v1::JOB_STATE_QUEUED) {
-      track.waiting_since = FromProtoTime(job.submit_time());
-    }
-    SetStateLocked(job.id(), track, job.state());
-    SetUnschedulableLocked(job.id(), job);
+int CoordinatorMetrics::TrackGoodputLocked(JobTrack& track, const v1::Job& job) {
+  track.goodput = job.goodput();
+  const bool want = !Terminal(job.state());
+  if (want == track.goodput_series) return 0;
+  track.goodput_series = want;
+  return want ? 1 : -1;
+}
+
+void CoordinatorMetrics::InstallGoodputSeries(const std::string& job_id, int change) {
+  if (change == 0) return;
+  const bool install = change > 0;
+  goodput_ratio_->Set({{"job", job_id}}, install ? std::function<double()>([this, job_id] {
+                                                     return GoodputValue(job_id, 6);
+                                                   })
+                                                 : nullptr);
+  for (int phase = 0; phase < 6; ++phase) {
+    job_time_->Set({{"job", job_id}, {"phase", kGoodputPhases[phase]}},
+                   install ? std::function<double()>([this, job_id, phase] { return GoodputValue(job_id, phase); })
+                           : nullptr);
   }
+}
+
+double CoordinatorMetrics::GoodputValue(const std::string& job_id, int phase) {
+  v1::GoodputBreakdown g;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return 0;
+    g = it->second.goodput;
+  }
+  g = GoodputAt(g, clock_->Now());
+  const double values[7] = {g.queued_seconds(),  g.starting_seconds(),   g.training_seconds(),
+                            g.checkpoint_stall_seconds(), g.restart_seconds(), g.recomputed_seconds(),
+                            g.goodput()};
+  return values[phase];
+}
+
+void CoordinatorMetrics::Seed(const std::vector<v1::Job>& jobs) {
+  std::vector<std::pair<std::string, int>> series;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const v1::Job& job : jobs) {
+      JobTrack& track = jobs_[job.id()];
+      if (track.state == v1::JOB_STATE_UNSPECIFIED && job.state() == v1::JOB_STATE_QUEUED) {
+        track.waiting_since = FromProtoTime(job.submit_time());
+      }
+      SetStateLocked(job.id(), track, job.state());
+      SetUnschedulableLocked(job.id(), job);
+      series.emplace_back(job.id(), TrackGoodputLocked(track, job));
+    }
+  }
+  for (const auto& [id, change] : series) InstallGoodputSeries(id, change);
 }
 
 void CoordinatorMetrics::OnJobChanged(const v1::Job& job, const std::vector<v1::JobEvent>& events) {
   if (job.id().empty()) return;  // validate_only
+  // A job's changes come one at a time, in order (JobListener), so its
+  // series are installed and removed in order too.
+  InstallGoodputSeries(job.id(), UpdateJob(job, events));
+}
+
+int CoordinatorMetrics::UpdateJob(const v1::Job& job, const std::vector<v1::JobEvent>& events) {
   std::lock_guard<std::mutex> lock(mu_);
   JobTrack& track = jobs_[job.id()];
   for (const v1::JobEvent& e : events) {
@@ -251,6 +318,7 @@ void CoordinatorMetrics::OnJobChanged(const v1::Job& job, const std::vector<v1::
   }
   SetStateLocked(job.id(), track, job.state());
   SetUnschedulableLocked(job.id(), job);
+  return TrackGoodputLocked(track, job);
 }
 
 void CoordinatorMetrics::ObserveSchedulingPass(absl::Duration d) {

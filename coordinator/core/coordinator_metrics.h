@@ -16,6 +16,11 @@
 //   ringmaster_job_unschedulable{job}            gauge: 1 while a job waits and no registered node
 //                                                could ever run it (Job.unschedulable), else 0; for
 //                                                each non-terminal job
+//   ringmaster_job_goodput_ratio{job}            gauge: kept training time / time since first placement
+//                                                (Job.goodput); for each non-terminal job that was placed
+//   ringmaster_job_time_seconds{job,phase}       gauge: the job's wall time so far by phase (queued, starting,
+//                                                training, checkpoint_stall, restart, recomputed); for each
+//                                                non-terminal job; both leave when the job ends
 //   ringmaster_jobs_ended_total{state}           counter: jobs that ended (succeeded, failed,
 //                                                cancelled), what a job-failed alert reads
 //   ringmaster_nodes{state}                      gauge: nodes per state (ready, cordoned, lost)
@@ -111,7 +116,7 @@ class CoordinatorMetrics : public JobListener, public LogStoreListener {
 
  private:
   struct NodeCounts {
-    double nodes[3] = {0, 0, 0};      // ready, cordoned, lost
+    double nodes[4] = {0, 0, 0, 0};   // ready, cordoned, lost, not_ready
     double gpus[3] = {0, 0, 0};       // allocated, free, unavailable
     double cpu_slots[3] = {0, 0, 0};  // allocated, free, unavailable
   };
@@ -119,6 +124,8 @@ class CoordinatorMetrics : public JobListener, public LogStoreListener {
     v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
     absl::Time waiting_since = absl::InfinitePast();   // queued (again) at; InfinitePast: unknown
     absl::Time starting_since = absl::InfinitePast();  // start orders sent at
+    v1::GoodputBreakdown goodput;  // Job.goodput as last announced
+    bool goodput_series = false;   // its series are installed
   };
 
   CoordinatorMetrics(MetricsRegistry* registry, const NodeRegistry* nodes, const Clock* clock)
@@ -128,6 +135,14 @@ class CoordinatorMetrics : public JobListener, public LogStoreListener {
   void SetStateLocked(const std::string& job_id, JobTrack& track, v1::JobState state);
   void SetUnschedulableLocked(const std::string& job_id, const v1::Job& job);
   double OldestWaitSeconds();
+  // Notes the job's breakdown; returns +1 when its goodput series must be
+  // installed, -1 removed, 0 neither. The caller does that with mu_ released
+  // (a scrape calls the series' callbacks, which take mu_).
+  int TrackGoodputLocked(JobTrack& track, const v1::Job& job);
+  // OnJobChanged's work, under mu_ (it takes it); returns TrackGoodputLocked's answer.
+  int UpdateJob(const v1::Job& job, const std::vector<v1::JobEvent>& events);
+  void InstallGoodputSeries(const std::string& job_id, int change);
+  double GoodputValue(const std::string& job_id, int phase);
 
   MetricsRegistry* const registry_;
   const NodeRegistry* const nodes_;
@@ -157,6 +172,8 @@ class CoordinatorMetrics : public JobListener, public LogStoreListener {
   CallbackGauges* disk_reserve_ = nullptr;
   CallbackGauges* disk_low_ = nullptr;
   CallbackGauges* sessions_ = nullptr;
+  CallbackGauges* goodput_ratio_ = nullptr;  // series set with mu_ released
+  CallbackGauges* job_time_ = nullptr;       // the same
 
   std::mutex mu_;  // jobs_
   std::map<std::string, JobTrack> jobs_;

@@ -42,7 +42,9 @@ absl::StatusOr<v1::Job> JobController::Submit(v1::JobSpec spec, const SubmitOpti
 absl::StatusOr<v1::NodeInfo> JobController::CordonNode(const std::string& node, const std::string& by,
                                                        const std::string& reason) {
   ASSIGN_OR_RETURN(std::string node_id, nodes_->Resolve(node));
-  return nodes_->SetCordon(node_id, by, reason);
+  ASSIGN_OR_RETURN(v1::NodeInfo info, nodes_->SetCordon(node_id, by, reason));
+  if (by.empty()) lifecycle_.ForgetQuarantine(node_id);  // a quarantine ends with the uncordon
+  return info;
 }
 
 absl::StatusOr<DrainResult> JobController::DrainNode(const std::string& node, const std::string& by,

@@ -11,6 +11,7 @@
 #include "common/proto_time.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
+#include "coordinator/core/goodput.h"
 #include "coordinator/core/job_admission.h"
 #include "coordinator/core/job_retention.h"
 #include "coordinator/core/job_state_machine.h"
@@ -36,7 +37,8 @@ JobLifecycle::JobLifecycle(const Clock* clock, Store* store, NodeRegistry* nodes
       nodes_(nodes),
       checkpoints_(checkpoints),
       rendezvous_(rendezvous),
-      options_(options) {}
+      options_(options),
+      views_(clock) {}
 
 void JobLifecycle::AddListener(JobListener* listener) { listeners_.push_back(listener); }
 
@@ -62,11 +64,13 @@ v1::Job JobLifecycle::SnapshotLocked(const Entry& entry) const {
   if (rank0 != entry.progress.end()) *job.mutable_progress() = rank0->second;
   absl::StatusOr<v1::CheckpointInfo> latest = checkpoints_->Latest(job.id());
   if (latest.ok()) *job.mutable_last_checkpoint() = *std::move(latest);
+  *job.mutable_goodput() = GoodputAt(entry.goodput, clock_->Now());
   return job;
 }
 
 
-void JobLifecycle::NotifyJobLocked(const Entry& entry, const std::vector<v1::JobEvent>& events) {
+void JobLifecycle::NotifyJobLocked(Entry& entry, const std::vector<v1::JobEvent>& events) {
+  for (const v1::JobEvent& e : events) ApplyGoodputEvent(e, &entry.goodput);
   const v1::Job job = SnapshotLocked(entry);
   views_.Publish(job, entry.record.submit_seq);
   for (JobListener* l : listeners_) l->OnJobChanged(job, events);
@@ -128,6 +132,10 @@ absl::Status JobLifecycle::Recover() {
       std::lock_guard<std::mutex> lock(table_mu_);
       jobs_[id] = entry;
     }
+    // The goodput account is not stored: the timeline rebuilds it (folded
+    // events are missed; checkpoint write times read back as 0).
+    ASSIGN_OR_RETURN(std::vector<v1::JobEvent> history, store_->LoadEvents(id, 0));
+    for (const v1::JobEvent& e : history) ApplyGoodputEvent(e, &entry->goodput);
     const v1::Job& job = entry->record.job;
     const v1::JobState state = job.state();
     entry->last_progress = now;

@@ -49,6 +49,7 @@
 #include "coordinator/core/checkpoint_registry.h"
 #include "coordinator/core/job_types.h"
 #include "coordinator/core/job_views.h"
+#include "coordinator/core/node_quarantine.h"
 #include "coordinator/core/node_registry.h"
 #include "coordinator/core/node_strikes.h"
 #include "coordinator/core/rendezvous.h"
@@ -180,6 +181,9 @@ class JobLifecycle : public RendezvousListener {
   // waits for nodes again, the restart not counted against max_restarts.
   // Returns the ids of the jobs still placed on the node.
   std::vector<std::string> DrainNode(const std::string& node_id, const std::string& hostname);
+  // An operator uncordoned the node: the failures so far no longer count
+  // towards its quarantine (options.quarantine, NodeQuarantine).
+  void ForgetQuarantine(const std::string& node_id) { quarantine_.Forget(node_id); }
 
   // ---- preemption (a queue reclaims its quota; job_lifecycle_preempt.cc) ----
   // Asks a job to give its slots back, checkpoint first (`reason`: who
@@ -253,6 +257,9 @@ class JobLifecycle : public RendezvousListener {
       int64_t saved_step = -1;   // >= 0: the checkpoint came
     };
     std::optional<PreemptWait> preempt;
+    // Where the job's time went, as of its newest event (goodput.h): every
+    // announced event is applied; rebuilt from the stored timeline by Recover.
+    v1::GoodputBreakdown goodput;
   };
   // One failure of a job's current generation.
   // Whether the current generation's ranks talk to the coordinator about
@@ -268,6 +275,10 @@ class JobLifecycle : public RendezvousListener {
     std::string lost_node;  // a lost node: no stop order is sent there
     bool unrecoverable = false;  // no restart can fix it: FAILED at once
     bool dump_state = true;      // the ranks dump their state before they stop
+    // Counts towards the node's quarantine: false when the node is not to
+    // blame as a sign of sickness (its worker stopped the rank, e.g. on
+    // shutdown, or refused or failed to start it).
+    bool quarantine_count = true;
   };
 
   std::shared_ptr<Entry> Find(const std::string& job_id) const;
@@ -275,9 +286,10 @@ class JobLifecycle : public RendezvousListener {
 
   // The rest run with entry.mu held.
   v1::Job SnapshotLocked(const Entry& entry) const;
-  // Publishes the entry to views_ (whose per-rank progress ReportProgress
-  // and DispatchLocked keep), then tells the listeners.
-  void NotifyJobLocked(const Entry& entry, const std::vector<v1::JobEvent>& events);
+  // Applies `events` to the entry's goodput account, publishes the entry to
+  // views_ (whose per-rank progress ReportProgress and DispatchLocked keep),
+  // then tells the listeners.
+  void NotifyJobLocked(Entry& entry, const std::vector<v1::JobEvent>& events);
   void NotifyStopLocked(const std::vector<StopOrder>& orders);
   v1::JobEvent MakeEvent(const Entry& entry, v1::JobEventKind kind, v1::JobState to, const std::string& reason,
                          int32_t rank = -1, const std::string& node_id = "") const;
@@ -299,6 +311,10 @@ class JobLifecycle : public RendezvousListener {
   // Moves a job off the drained node: its generation stops (NODE_DRAINED).
   absl::Status MoveOffDrainedLocked(Entry& entry, const std::string& node_id, const std::string& hostname,
                                     const std::string& why);
+  // Counts a rank failure of the job on `node_id` towards the node's
+  // quarantine; cordons the node (cordoned_by "coordinator") when it is
+  // due and no one cordoned it before, saying so in *why.
+  void QuarantineIfDueLocked(const Entry& entry, const std::string& node_id, std::string* why);
   // CheckpointNow orders to every node of the current generation.
   void SendCheckpointNowLocked(Entry& entry);
   void SendCheckpointNowLocked(Entry& entry, const std::string& why);
@@ -321,6 +337,7 @@ class JobLifecycle : public RendezvousListener {
   Rendezvous* rendezvous_;
   const JobControllerOptions options_;
   std::vector<JobListener*> listeners_;  // set before traffic; read-only after
+  NodeQuarantine quarantine_;  // across jobs; its own lock
 
   mutable std::mutex table_mu_;
   std::map<std::string, std::shared_ptr<Entry>> jobs_;  // by id; guarded by table_mu_

@@ -1,4 +1,7 @@
-// JobLifecycle: moving jobs off a drained node (job_lifecycle.h, "drains").
+// JobLifecycle: moving jobs off a drained node (job_lifecycle.h, "drains"),
+// and quarantining nodes where many jobs failed.
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -76,6 +79,22 @@ absl::Status JobLifecycle::MoveOffDrainedLocked(Entry& entry, const std::string&
   move.node_id = node_id;
   move.dump_state = false;
   return FailGenerationLocked(entry, move);
+}
+
+void JobLifecycle::QuarantineIfDueLocked(const Entry& entry, const std::string& node_id, std::string* why) {
+  std::optional<std::string> reason =
+      quarantine_.Record(node_id, entry.record.job.id(), clock_->Now(), options_.quarantine);
+  if (!reason.has_value()) return;
+  absl::StatusOr<v1::NodeInfo> info = nodes_->GetNode(node_id);
+  if (!info.ok() || !info->cordoned_by().empty()) return;  // a cordon in place already keeps jobs off
+  absl::StatusOr<v1::NodeInfo> cordoned = nodes_->SetCordon(node_id, kCordonedByCoordinator, *reason);
+  if (!cordoned.ok()) {
+    quarantine_.Forget(node_id);  // counted again from the next failure
+    spdlog::error("node {}: quarantine not stored: {}", info->hostname(), cordoned.status().ToString());
+    return;
+  }
+  spdlog::warn("node {} ({}) is cordoned: {}", info->hostname(), node_id, *reason);
+  absl::StrAppend(why, "; node ", info->hostname(), " is ", *reason);
 }
 
 void JobLifecycle::SendCheckpointNowLocked(Entry& entry) {

@@ -216,6 +216,10 @@ absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFa
                     absl::FormatDuration(options_.node_strikes.cooldown), " (", options_.node_strikes.limit,
                     " failures)");
   }
+  if (failure.kind == v1::JOB_EVENT_KIND_RANK_EXITED && failure.quarantine_count && !failure.unrecoverable &&
+      !failure.node_id.empty()) {
+    QuarantineIfDueLocked(entry, failure.node_id, &why);
+  }
   const int32_t max_restarts = job.spec().restart().max_restarts();
   const std::string reason_code = failure.unrecoverable ? "Unrecoverable" : ReasonCode(failure.kind);
   const bool counted = RestartCounts(reason_code);
@@ -270,6 +274,7 @@ absl::Status JobLifecycle::ReportRankExit(const RankExit& exit) {
     failure.rank = exit.global_rank;
     failure.node_id = exit.node_id;
     failure.unrecoverable = exit.exit_code == kExitUnrecoverable && exit.signal == 0 && !exit.stopped_by_worker;
+    failure.quarantine_count = !exit.stopped_by_worker;
     return FailGenerationLocked(entry, failure);
   }
   entry.exited_ok.insert(exit.global_rank);
@@ -310,6 +315,7 @@ absl::Status JobLifecycle::ReportStartFailure(const StartFailure& failure) {
                           " could not start its ranks: ", failure.error);
   f.node_id = failure.node_id;
   f.unrecoverable = failure.unrecoverable;
+  f.quarantine_count = false;
   return FailGenerationLocked(entry, f);
 }
 
@@ -370,6 +376,7 @@ absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& c
   }
   v1::JobEvent event = MakeEvent(entry, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, job.state(),
                                  absl::StrCat("checkpoint at step ", commit.step, " committed: ", commit.path));
+  event.set_checkpoint_write_seconds(std::max(0.0, commit.write_seconds));  // the stall (goodput.h)
   // The generation's own directory (the commit's generation is the job's
   // current one): any other path is PERMISSION_DENIED, nothing recorded.
   ASSIGN_OR_RETURN(CommitResult result,

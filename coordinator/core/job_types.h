@@ -15,6 +15,7 @@
 
 #include "absl/time/time.h"
 #include "coordinator/core/node_registry.h"
+#include "coordinator/core/node_quarantine.h"
 #include "coordinator/core/node_strikes.h"
 #include "coordinator/core/queue_config.h"
 #include "coordinator/core/scheduler.h"
@@ -46,6 +47,9 @@ struct JobControllerOptions {
   // A node where a job failed this often within the cool-down is left out of
   // that job's placements for the cool-down, while the job fits elsewhere.
   NodeStrikePolicy node_strikes;
+  // A node where ranks of this many distinct jobs failed within the window is
+  // cordoned (cordoned_by "coordinator") until an operator uncordons it.
+  QuarantinePolicy quarantine;
   // A drained node's job whose ranks wrote no checkpoint this long after
   // they were asked for one is moved all the same, from its newest one.
   absl::Duration drain_checkpoint_timeout = absl::Minutes(5);

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
+#include "coordinator/core/goodput.h"
 #include "coordinator/core/job_state_machine.h"
 #include "coordinator/core/job_summary.h"
 
@@ -66,7 +67,9 @@ absl::StatusOr<v1::Job> JobViews::GetJob(const std::string& job_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = views_.find(job_id);
   if (it == views_.end()) return JobNotFoundError(job_id);
-  return it->second.job;
+  v1::Job job = it->second.job;
+  if (clock_ != nullptr) *job.mutable_goodput() = GoodputAt(job.goodput(), clock_->Now());
+  return job;
 }
 
 absl::StatusOr<std::map<int32_t, v1::StepMetrics>> JobViews::GetRankProgress(const std::string& job_id) const {

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "coordinator/core/job_retention.h"
 #include "coordinator/core/job_types.h"
 #include "proto/job.pb.h"
@@ -29,6 +30,10 @@ absl::Status JobNotFoundError(const std::string& job_id);
 
 class JobViews {
  public:
+  // `clock` (not owned; nullptr: none) times GetJob's goodput: the job's
+  // current phase counts up to the time of the answer.
+  explicit JobViews(const Clock* clock = nullptr) : clock_(clock) {}
+
   // Makes `job` what readers see of it; `submit_seq` orders ListJobs. Keeps
   // the per-rank progress (PublishProgress).
   void Publish(const v1::Job& job, int64_t submit_seq);
@@ -39,7 +44,7 @@ class JobViews {
   // Forgets deleted jobs (retention).
   void Erase(const std::vector<std::string>& job_ids);
 
-  // NOT_FOUND for an unknown id.
+  // NOT_FOUND for an unknown id. Its goodput is counted up to now.
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id) const;
   // Summaries, newest submission first, at most page_size (0: 100) and
   // kMaxListJobsPageBytes (at least one), filtered by state and labels; a
@@ -63,6 +68,7 @@ class JobViews {
   // priority, then submission; a restart keeps its place).
   std::map<const View*, int32_t> QueuePositionsLocked() const;
 
+  const Clock* const clock_;
   mutable std::mutex mu_;
   std::map<std::string, View> views_;  // by job id; guarded by mu_
 };

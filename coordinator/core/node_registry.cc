@@ -15,6 +15,12 @@
 namespace ringmaster::coordinator {
 namespace {
 
+// The state of a node whose lease is current.
+v1::NodeState LiveState(const v1::NodeInfo& info) {
+  if (!info.not_ready_reason().empty()) return v1::NODE_STATE_NOT_READY;
+  return info.cordoned_by().empty() ? v1::NODE_STATE_READY : v1::NODE_STATE_CORDONED;
+}
+
 absl::Status ValidateNode(const v1::NodeInfo& node) {
   if (node.hostname().empty()) return absl::InvalidArgumentError("node.hostname: must not be empty");
   if (node.cpu_slots() < 0) {
@@ -59,6 +65,9 @@ absl::Status NodeRegistry::Recover() {
   for (v1::NodeInfo& info : stored) {
     Node node;
     node.info = std::move(info);
+    // Health is the worker's to report again; until then, what it was cordoned for.
+    node.info.clear_not_ready_reason();
+    if (node.info.state() == v1::NODE_STATE_NOT_READY) node.info.set_state(LiveState(node.info));
     if (!node.info.credential_sha256().empty()) by_credential_[node.info.credential_sha256()] = node.info.node_id();
     node.lease_expiry = expiry;
     node.session_id = 0;  // no session survives a restart
@@ -116,6 +125,8 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
       info.set_draining(it->second.info.draining());
       info.set_credential_sha256(it->second.info.credential_sha256());
       info.set_client_identity(it->second.info.client_identity());
+      // A sick node stays NOT_READY until its worker's heartbeat says it passes.
+      info.set_not_ready_reason(it->second.info.not_ready_reason());
     }
     const std::string presented = proof == nullptr ? "" : proof->client_identity;
     if (proof != nullptr && !info.client_identity().empty() && presented != info.client_identity()) {
@@ -140,7 +151,7 @@ absl::StatusOr<NodeRegistration> NodeRegistry::Register(const v1::NodeInfo& node
     info.clear_cordon_reason();
     info.set_draining(false);
   }
-  info.set_state(info.cordoned_by().empty() ? v1::NODE_STATE_READY : v1::NODE_STATE_CORDONED);
+  info.set_state(LiveState(info));
   info.set_hostname(node.hostname());
   info.set_address(node.address());
   *info.mutable_gpus() = node.gpus();
@@ -238,14 +249,32 @@ absl::Status NodeRegistry::CheckSessionLocked(const std::string& node_id, int64_
   return absl::OkStatus();
 }
 
-absl::StatusOr<absl::Time> NodeRegistry::Heartbeat(const std::string& node_id, int64_t session_id) {
+absl::StatusOr<absl::Time> NodeRegistry::Heartbeat(const std::string& node_id, int64_t session_id,
+                                                   const std::string& health_failure) {
   std::lock_guard<std::mutex> lock(mu_);
   RETURN_IF_ERROR(CheckSessionLocked(node_id, session_id));
   Node& node = nodes_.at(node_id);
   // The lease may have run out without ExpireLeases having run yet: a
   // heartbeat in time for the session still renews it.
   node.lease_expiry = clock_->Now() + lease_duration();
+  SetHealthLocked(node, health_failure);
   return node.lease_expiry;
+}
+
+void NodeRegistry::SetHealthLocked(Node& node, const std::string& health_failure) {
+  v1::NodeInfo& info = node.info;
+  if (info.not_ready_reason() == health_failure) return;
+  if (health_failure.empty()) {
+    spdlog::info("node {} ({}) is healthy again (was: {})", info.node_id(), info.hostname(), info.not_ready_reason());
+    // A drain the failure began ends with it; an operator's comes with a cordon and stays.
+    if (info.cordoned_by().empty()) info.set_draining(false);
+  } else {
+    spdlog::warn("node {} ({}) is NOT_READY: {}", info.node_id(), info.hostname(), health_failure);
+    // Moves what runs there, as a drain does (JobController::ContinueDrains).
+    if (info.not_ready_reason().empty()) info.set_draining(true);
+  }
+  info.set_not_ready_reason(health_failure);
+  info.set_state(LiveState(info));
 }
 
 std::vector<std::string> NodeRegistry::ExpireLeases() {
@@ -336,7 +365,7 @@ absl::StatusOr<v1::NodeInfo> NodeRegistry::Update(const std::string& node_id,
   }
   change(info);
   if (info.state() != v1::NODE_STATE_LOST) {
-    info.set_state(info.cordoned_by().empty() ? v1::NODE_STATE_READY : v1::NODE_STATE_CORDONED);
+    info.set_state(LiveState(info));
   }
   // Durable first, then in memory; the lease state is the registry's own.
   RETURN_IF_ERROR(store_->PutNode(info).status());
@@ -348,7 +377,7 @@ absl::StatusOr<v1::NodeInfo> NodeRegistry::Update(const std::string& node_id,
   live.set_cordon_reason(info.cordon_reason());
   live.set_draining(info.draining());
   if (live.state() != v1::NODE_STATE_LOST) {
-    live.set_state(live.cordoned_by().empty() ? v1::NODE_STATE_READY : v1::NODE_STATE_CORDONED);
+    live.set_state(LiveState(live));
   }
   return SnapshotLocked(it->second);
 }

@@ -18,6 +18,10 @@
 // until the controller releases them. A LOST node comes back by registering
 // again (a new session).
 //
+// Health: a worker whose health checks fail says so on its heartbeats; the
+// node is then NOT_READY (no placements; its jobs move as in a drain) until
+// a heartbeat reports it healthy. Kept in memory only.
+//
 // Node identity: each node has a credential, a random 256-bit secret the
 // registry issues at the node's first registration (NodeRegistration::
 // credential) and keeps only as its SHA-256, with the node in the store (so
@@ -135,8 +139,13 @@ class NodeRegistry {
 
   // Renews the lease; returns the new expiry. NOT_FOUND for an unknown node;
   // FAILED_PRECONDITION when session_id is not the node's current session
-  // or the node is LOST (the worker must register again).
-  absl::StatusOr<absl::Time> Heartbeat(const std::string& node_id, int64_t session_id);
+  // or the node is LOST (the worker must register again). `health_failure`
+  // (Heartbeat.health_failure): non-empty makes the node NOT_READY with it as
+  // not_ready_reason and starts moving its jobs off (draining, in memory: the
+  // worker reports it again after a coordinator restart); empty makes it
+  // READY (or CORDONED) again and ends a drain the failure began.
+  absl::StatusOr<absl::Time> Heartbeat(const std::string& node_id, int64_t session_id,
+                                       const std::string& health_failure = "");
   // OK when session_id is the node's current session and it is not LOST.
   absl::Status CheckSession(const std::string& node_id, int64_t session_id) const;
   // CheckSession of each (node_id, session_id), in order, under one lock
@@ -216,6 +225,7 @@ class NodeRegistry {
 
   v1::NodeInfo SnapshotLocked(const Node& node) const;
   absl::Status CheckSessionLocked(const std::string& node_id, int64_t session_id) const;
+  void SetHealthLocked(Node& node, const std::string& health_failure);
   absl::Status ReserveLocked(Node& node, const std::string& node_id, const std::vector<RankSlot>& slots);
   // Which known node a registration is for ("": a new one), by Register's
   // rules; `proof` null: by id, else hostname and address.

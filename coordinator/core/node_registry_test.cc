@@ -242,6 +242,47 @@ TEST_F(NodeRegistryTest, DrainsCordonAndEndWhenTold) {
   EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_READY);
 }
 
+// A failing health check (on the heartbeat) makes the node NOT_READY with the
+// reason, out of the scheduler's input, and draining (its jobs move); a
+// passing one makes it READY again and ends that drain.
+TEST_F(NodeRegistryTest, AFailingHealthCheckMakesTheNodeNotReadyUntilItPasses) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  MustRegister(MakeNode("host-b", 8));
+  ASSERT_TRUE(registry_->Heartbeat(a.node_id, a.session_id, "free space: /state has 10 MiB free").ok());
+  v1::NodeInfo info = *registry_->GetNode(a.node_id);
+  EXPECT_EQ(info.state(), v1::NODE_STATE_NOT_READY);
+  EXPECT_EQ(info.not_ready_reason(), "free space: /state has 10 MiB free");
+  EXPECT_TRUE(info.draining());
+  std::vector<NodeCapacity> cap = registry_->SchedulableCapacity();
+  ASSERT_EQ(cap.size(), 1u);
+  EXPECT_EQ(cap[0].hostname, "host-b");
+  // The drain it began ends as any other (nothing runs there); the node stays NOT_READY.
+  ASSERT_TRUE(registry_->EndDrain(a.node_id).ok());
+  ASSERT_TRUE(registry_->Heartbeat(a.node_id, a.session_id, "another reason").ok());
+  EXPECT_FALSE(registry_->GetNode(a.node_id)->draining());  // still failing: no second drain
+  // A new registration keeps it NOT_READY until a heartbeat says it passes.
+  v1::NodeInfo again = MakeNode("host-a", 8);
+  again.set_node_id(a.node_id);
+  NodeRegistration a2 = MustRegister(again);
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_NOT_READY);
+  ASSERT_TRUE(registry_->Heartbeat(a.node_id, a2.session_id, "").ok());
+  info = *registry_->GetNode(a.node_id);
+  EXPECT_EQ(info.state(), v1::NODE_STATE_READY);
+  EXPECT_EQ(info.not_ready_reason(), "");
+  EXPECT_EQ(registry_->SchedulableCapacity().size(), 2u);
+}
+
+TEST_F(NodeRegistryTest, ACordonedNodeThatRecoversIsCordonedAgainAndKeepsTheOperatorsDrain) {
+  NodeRegistration a = MustRegister(MakeNode("host-a", 8));
+  ASSERT_TRUE(registry_->StartDrain(a.node_id, "bob", "rma").ok());
+  ASSERT_TRUE(registry_->Heartbeat(a.node_id, a.session_id, "script x failed").ok());
+  EXPECT_EQ(registry_->GetNode(a.node_id)->state(), v1::NODE_STATE_NOT_READY);
+  ASSERT_TRUE(registry_->Heartbeat(a.node_id, a.session_id, "").ok());
+  v1::NodeInfo info = *registry_->GetNode(a.node_id);
+  EXPECT_EQ(info.state(), v1::NODE_STATE_CORDONED);
+  EXPECT_TRUE(info.draining());
+}
+
 TEST_F(NodeRegistryTest, AWorkerDrainingItselfIsUncordonedByTheNextWorker) {
   NodeRegistration a = MustRegister(MakeNode("host-a", 8));
   v1::NodeInfo again = MakeNode("host-a", 8);

@@ -33,6 +33,7 @@ grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext*
   commit.pipeline_stage = request->pipeline_stage();
   commit.pipeline_stages = request->pipeline_stages();
   commit.whole_model = request->whole_model();
+  commit.write_seconds = request->write_seconds();
   commit.files.assign(request->files().begin(), request->files().end());
   return FinishOnExecutor(context, executor_, [this, response, commit = std::move(commit)] {
     absl::StatusOr<CommitResult> result = controller_->lifecycle().CommitCheckpoint(commit);

@@ -44,7 +44,8 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
         "ringmaster_rendezvous_duration_seconds", "ringmaster_job_restarts_total", "ringmaster_rpc_latency_seconds",
         "ringmaster_rpcs_total", "ringmaster_log_lines_total", "ringmaster_queue_oldest_wait_seconds",
         "ringmaster_job_state", "ringmaster_jobs_ended_total", "ringmaster_job_unschedulable",
-        "ringmaster_queue_gpu_seconds_total", "ringmaster_queue_cpu_slot_seconds_total"}) {
+        "ringmaster_queue_gpu_seconds_total", "ringmaster_queue_cpu_slot_seconds_total",
+        "ringmaster_job_goodput_ratio", "ringmaster_job_time_seconds"}) {
     EXPECT_TRUE(Has(text, absl::StrCat("# HELP ", family, " "))) << family;
     EXPECT_TRUE(Has(text, absl::StrCat("# TYPE ", family, " "))) << family;
   }
@@ -61,6 +62,11 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   EXPECT_TRUE(Has(text, "ringmaster_queue_oldest_wait_seconds 1\n")) << text;
   EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_state{job=\"", job_id, "\",state=\"restarting\"} 1")));
   EXPECT_FALSE(Has(text, absl::StrCat("ringmaster_job_state{job=\"", job_id, "\",state=\"running\"}")));
+  // Goodput: the crashed job has been restarting for 1 s; the queued one waited 1 s, never placed.
+  EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_time_seconds{job=\"", job_id, "\",phase=\"restart\"} 1\n")))
+      << text;
+  EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_time_seconds{job=\"", queued, "\",phase=\"queued\"} 1\n")));
+  EXPECT_TRUE(Has(text, absl::StrCat("ringmaster_job_goodput_ratio{job=\"", queued, "\"} 0\n")));
   EXPECT_TRUE(Has(text, "ringmaster_nodes{state=\"ready\"} 1"));
   EXPECT_TRUE(Has(text, "ringmaster_cpu_slots{state=\"allocated\"} 1"));  // rank 0 has not exited yet
   EXPECT_TRUE(Has(text, "ringmaster_cpu_slots{state=\"free\"} 1"));
@@ -87,6 +93,8 @@ TEST_F(CoordinatorMetricsTest, ScrapedMetricsAreCompleteAndPassPromtool) {
   ASSERT_TRUE(res) << "scrape failed";
   EXPECT_TRUE(Has(res->body, "ringmaster_jobs_ended_total{state=\"cancelled\"} 1")) << res->body;
   EXPECT_FALSE(Has(res->body, absl::StrCat("ringmaster_job_unschedulable{job=\"", queued, "\"}")));
+  EXPECT_FALSE(Has(res->body, absl::StrCat("ringmaster_job_goodput_ratio{job=\"", queued, "\"}")));
+  EXPECT_FALSE(Has(res->body, absl::StrCat("ringmaster_job_time_seconds{job=\"", queued, "\"")));
 }
 
 }  // namespace

@@ -161,6 +161,7 @@ absl::Status CoordinatorServer::Build() {
   options.rendezvous_timeout = config_.rendezvous_timeout;
   options.stop_grace_period = config_.stop_grace_period;
   options.drain_checkpoint_timeout = config_.drain_checkpoint_timeout;
+  options.quarantine = config_.quarantine;
   options.preemption_grace = config_.preemption_grace;
   if (!config_.queues_file.empty()) {
     absl::StatusOr<QueueConfig> queues = QueueConfig::Load(config_.queues_file);

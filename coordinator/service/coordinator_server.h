@@ -86,6 +86,9 @@ struct CoordinatorConfig {
   // A drained node's job that wrote no checkpoint this long after it was
   // asked for one moves all the same, from its newest checkpoint.
   absl::Duration drain_checkpoint_timeout = absl::Minutes(5);
+  // Quarantine: a node where ranks of `quarantine.jobs` distinct jobs failed
+  // within `quarantine.window` is cordoned (cordoned_by "coordinator").
+  QuarantinePolicy quarantine;
   // The operator's queues file (docs/operations.md); empty: one queue,
   // "default", holding everything. Read again by ReloadQueues (SIGHUP).
   std::string queues_file;

@@ -70,7 +70,7 @@ void SessionReactor::Handle(const v1::WorkerMessage& message) {
         status = absl::InvalidArgumentError("open: sent twice on one session");
         break;
       case v1::WorkerMessage::kHeartbeat:
-        status = HandleHeartbeat();
+        status = HandleHeartbeat(message.heartbeat());
         break;
       case v1::WorkerMessage::kProgress:
         status = HandleProgress(message.progress());
@@ -123,8 +123,10 @@ absl::Status SessionReactor::HandleOpen(const v1::SessionOpen& open) {
   return absl::OkStatus();
 }
 
-absl::Status SessionReactor::HandleHeartbeat() {
-  absl::StatusOr<absl::Time> expiry = nodes_->Heartbeat(node_id_, session_id_);
+absl::Status SessionReactor::HandleHeartbeat(const v1::Heartbeat& heartbeat) {
+  // Bounded: the reason is stored with the node and listed by `ringmaster nodes`.
+  absl::StatusOr<absl::Time> expiry =
+      nodes_->Heartbeat(node_id_, session_id_, heartbeat.health_failure().substr(0, 512));
   if (!expiry.ok()) return expiry.status();
   v1::CoordinatorMessage grant;
   *grant.mutable_lease()->mutable_expiry() = ToProtoTime(*expiry);

@@ -12,8 +12,8 @@
 //             (the worker registers again). On open the coordinator sends the
 //             stop orders kept for the node, then a StartRanks per
 //             generation that should run there (AssignmentsForNode).
-//   worker -> heartbeat                   renews the lease (NodeRegistry::
-//             Heartbeat); answered with a LeaseGrant{expiry}. A heartbeat the
+//   worker -> heartbeat                   renews the lease and sets the node's
+//             health (NodeRegistry::Heartbeat); answered with a LeaseGrant{expiry}. A heartbeat the
 //             registry refuses (LOST node, superseded session) ends the stream
 //             with that error.
 //   worker -> progress                    JobLifecycle::ReportProgress; a
@@ -83,7 +83,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v
   // On the executor: one message, then the next read.
   void Handle(const v1::WorkerMessage& message);
   absl::Status HandleOpen(const v1::SessionOpen& open);
-  absl::Status HandleHeartbeat();
+  absl::Status HandleHeartbeat(const v1::Heartbeat& heartbeat);
   // The worker drains its own node (SIGUSR1): JobController::DrainNode.
   void HandleDrain(const v1::DrainRequest& drain);
   absl::Status HandleProgress(const v1::RankProgress& progress);

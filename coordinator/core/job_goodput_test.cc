@@ -1,0 +1,95 @@
+// JobController: a job's goodput breakdown (goodput.h) as GetJob and
+// `ringmaster describe` show it, through a failure, a checkpoint and a
+// coordinator restart, on the fake clock.
+#include <string>
+
+#include "absl/time/time.h"
+#include "common/proto_time.h"
+#include "coordinator/core/job_controller.h"
+#include "coordinator/testing/job_controller_fixture.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::coordinator {
+namespace {
+
+using testing::JobControllerFixture;
+using testing::MakeSpec;
+
+class JobGoodputTest : public JobControllerFixture {
+ protected:
+  // Queued 10 s, starting 5 s, RUNNING 60 s, a checkpoint that took 2 s to
+  // write, 30 s more, a rank fails; 5 s later the next generation runs,
+  // and runs 100 s.
+  std::string RunWithOneFailure() {
+    std::string id = MustSubmit(MakeSpec(1, 2, v1::ResourceSpec::CUDA, 0, /*max_restarts=*/3));
+    clock_.Advance(absl::Seconds(10));
+    AddNode("host-a", 2);
+    controller_->ScheduleNow();
+    EXPECT_EQ(State(id), v1::JOB_STATE_STARTING);
+    AdvanceWithHeartbeats(absl::Seconds(5));
+    JoinAll(id);
+    AdvanceWithHeartbeats(absl::Seconds(60));
+    ShardCommit commit = CheckpointCommit(id, 100);
+    commit.write_seconds = 2;
+    EXPECT_TRUE(controller_->lifecycle().CommitCheckpoint(commit).ok());
+    AdvanceWithHeartbeats(absl::Seconds(30));
+    Exit(id, 1, 1);
+    EXPECT_EQ(State(id), v1::JOB_STATE_RESTARTING);
+    AdvanceWithHeartbeats(absl::Seconds(4));
+    Exit(id, 0, -1, "", /*stopped_by_worker=*/true);
+    controller_->ScheduleNow();
+    EXPECT_EQ(State(id), v1::JOB_STATE_STARTING);
+    AdvanceWithHeartbeats(absl::Seconds(1));
+    JoinAll(id);
+    EXPECT_EQ(State(id), v1::JOB_STATE_RUNNING);
+    AdvanceWithHeartbeats(absl::Seconds(100));
+    return id;
+  }
+};
+
+TEST_F(JobGoodputTest, GetJobCarriesTheBreakdownUpToNow) {
+  const std::string id = RunWithOneFailure();
+  const v1::GoodputBreakdown g = MustGet(id).goodput();
+  EXPECT_DOUBLE_EQ(g.queued_seconds(), 10);
+  EXPECT_DOUBLE_EQ(g.starting_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.checkpoint_stall_seconds(), 2);
+  EXPECT_DOUBLE_EQ(g.recomputed_seconds(), 30);  // RUNNING since the checkpoint, lost
+  EXPECT_DOUBLE_EQ(g.restart_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.training_seconds(), 58 + 100);
+  EXPECT_DOUBLE_EQ(g.goodput(), 158.0 / 200);  // of the 200 s since the first placement
+  EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_TRAINING);
+  EXPECT_EQ(FromProtoTime(g.as_of()), clock_.Now());
+  // Time goes on while nothing happens to the job: readers see it counted.
+  AdvanceWithHeartbeats(absl::Seconds(20));
+  EXPECT_DOUBLE_EQ(MustGet(id).goodput().training_seconds(), 178);
+}
+
+TEST_F(JobGoodputTest, TheEndStopsTheCount) {
+  const std::string id = RunWithOneFailure();
+  ExitAll(id, 0);
+  ASSERT_EQ(State(id), v1::JOB_STATE_SUCCEEDED);
+  AdvanceWithHeartbeats(absl::Seconds(50));
+  const v1::GoodputBreakdown g = MustGet(id).goodput();
+  EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_ENDED);
+  EXPECT_DOUBLE_EQ(g.training_seconds(), 158);
+  EXPECT_DOUBLE_EQ(g.goodput(), 158.0 / 200);
+}
+
+// The account lives in memory; a restarted coordinator rebuilds it from the
+// stored timeline, where a checkpoint's write time is not kept: its stall
+// reads back as training.
+TEST_F(JobGoodputTest, ARestartedCoordinatorRebuildsItFromTheTimeline) {
+  const std::string id = RunWithOneFailure();
+  Restart();
+  const v1::GoodputBreakdown g = MustGet(id).goodput();
+  EXPECT_DOUBLE_EQ(g.queued_seconds(), 10);
+  EXPECT_DOUBLE_EQ(g.starting_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.recomputed_seconds(), 30);
+  EXPECT_DOUBLE_EQ(g.restart_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.checkpoint_stall_seconds(), 0);
+  EXPECT_DOUBLE_EQ(g.training_seconds(), 160);
+  EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_TRAINING);
+}
+
+}  // namespace
+}  // namespace ringmaster::coordinator
