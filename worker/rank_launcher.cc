@@ -142,7 +142,12 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
     if (!IsWorkerOwnedEnv(key)) common[key] = value;
   }
   const bool program = order.spec().has_program();
-  if (program) common["PYTHONPATH"] = PythonPathWithSdk(options_.python_sdk_dir, common["PYTHONPATH"]);
+  if (program) {  // no PYTHONPATH at all when there is neither an SDK nor the job's own
+    auto job_value = common.find("PYTHONPATH");
+    const std::string path =
+        PythonPathWithSdk(options_.python_sdk_dir, job_value == common.end() ? "" : job_value->second);
+    if (!path.empty()) common["PYTHONPATH"] = path;
+  }
   if (program && order.placement().master_port() > 0 &&
       std::find(order.global_ranks().begin(), order.global_ranks().end(), 0) != order.global_ranks().end()) {
     RETURN_IF_ERROR(CheckMasterPortFree(order.placement().master_port()));
