@@ -96,6 +96,14 @@ void PrintJob(const v1::Job& job, absl::Time now, std::ostream& out) {
     PrintField(out, "Checkpoint", absl::StrCat("step ", job.last_checkpoint().step(), " at ",
                                                job.last_checkpoint().path()));
   }
+  if (job.has_checkpoint_interval()) {
+    // "every 12.4s (auto: sqrt(2 x 4ms stall x 4h MTBF) = 12.4s; MTBF: the prior (no failures seen))"
+    const v1::CheckpointInterval& interval = job.checkpoint_interval();
+    const std::string every = interval.seconds() > 0 ? absl::StrFormat("every %.3gs", interval.seconds())
+                              : interval.steps() > 0 ? absl::StrCat("every ", interval.steps(), " steps")
+                                                     : std::string("at the end only");
+    PrintField(out, "Checkpoints", absl::StrCat(every, " (", interval.why(), ")"));
+  }
   if (job.has_goodput()) PrintGoodput(job.goodput(), out);
   if (job.abridged()) {
     PrintField(out, "Abridged", "stored before the spec's limits and too large to show whole: its labels, node "
@@ -120,7 +128,8 @@ void PrintSpec(const v1::JobSpec& spec, std::ostream& out) {
   PrintField(out, "  Resources", absl::StrCat(r.nodes(), " node(s) x ", r.ranks_per_node(), " rank(s), ",
                                               v1::ResourceSpec::Device_Name(r.device()), ", ",
                                               r.cpus_per_rank(), " cpu(s)/rank"));
-  PrintField(out, "  Restarts", absl::StrCat("at most ", spec.restart().max_restarts()));
+  PrintField(out, "  Restarts", absl::StrCat("at most ", spec.restart().max_restarts(),
+                                             spec.restart().move_stragglers() ? "; moved off a straggler's node" : ""));
 }
 
 // Every setting the job runs with, and where it came from: the spec, a --set,

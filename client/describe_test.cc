@@ -131,11 +131,12 @@ TEST_F(CommandsTest, DescribeShowsSpecPlacementAndTimeline) {
             "resources.device                  CPU                spec\n"
             "resources.cpus_per_rank           2                  --set\n"
             "resources.cuda_graphs             \"\"                 default\n"
-            "checkpoint.interval_steps         1000               default\n"
+            "checkpoint.interval               auto               default\n"
             "checkpoint.keep                   3                  default\n"
             "checkpoint.directory              \"\"                 default\n"
             "restart.max_restarts              2                  spec\n"
             "restart.progress_timeout_seconds  600                default\n"
+            "restart.move_stragglers           false              default\n"
             "priority                          0                  default\n"
             "seed                              0                  default\n"
             "queue                             \"\"                 default\n"
@@ -246,6 +247,24 @@ TEST_F(CommandsTest, DescribeShowsWhereTheTimeWent) {
   EXPECT_THAT(out_.str(), ::testing::HasSubstr("Goodput:        79.0% of the time since placed\n"
                                                "Time:           training 158s, checkpoint stall 2s, recomputed 30s, "
                                                "restart 5s, starting 5s, queued 10s\n"));
+}
+
+TEST_F(CommandsTest, DescribeShowsTheCheckpointIntervalAndWhy) {
+  v1::Job job = MakeJob("j-9", "gpt", v1::JOB_STATE_RUNNING);
+  job.mutable_checkpoint_interval()->set_seconds(12.4);
+  job.mutable_checkpoint_interval()->set_why("auto: sqrt(2 x 4ms stall x 5h20m MTBF) = 12.4s; MTBF: the prior");
+  *script().get.mutable_job() = job;
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-9", console_), kExitOk);
+  EXPECT_THAT(out_.str(), ::testing::HasSubstr("Checkpoints:    every 12.4s (auto: sqrt(2 x 4ms stall x 5h20m MTBF) = "
+                                               "12.4s; MTBF: the prior)\n"));
+  job.mutable_checkpoint_interval()->Clear();
+  job.mutable_checkpoint_interval()->set_steps(250);
+  job.mutable_checkpoint_interval()->set_why("checkpoint.interval_steps 250 (the spec)");
+  *script().get.mutable_job() = job;
+  out_.str("");
+  EXPECT_EQ(RunDescribe(*stub_, global_, "j-9", console_), kExitOk);
+  EXPECT_THAT(out_.str(), ::testing::HasSubstr("Checkpoints:    every 250 steps (checkpoint.interval_steps 250 (the "
+                                               "spec))\n"));
 }
 
 TEST_F(CommandsTest, DescribeSaysAQueuedJobHasNoGoodputYet) {

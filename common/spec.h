@@ -31,6 +31,9 @@ namespace ringmaster {
 
 enum class SpecFormat { kYaml, kJson };
 
+// CheckpointPolicy.interval's one value: the Young-Daly interval.
+inline constexpr char kCheckpointIntervalAuto[] = "auto";
+
 // ".yaml" / ".yml" -> kYaml, ".json" -> kJson (case-insensitive); otherwise
 // INVALID_ARGUMENT naming the path.
 absl::StatusOr<SpecFormat> SpecFormatFromPath(std::string_view path);

@@ -169,7 +169,9 @@ void DefaultLayout(JobSpec* spec) {
 
 void DefaultPolicies(JobSpec* spec) {
   v1::CheckpointPolicy* checkpoint = spec->mutable_checkpoint();
-  if (!checkpoint->has_interval_steps()) checkpoint->set_interval_steps(1000);
+  if (!checkpoint->has_interval_steps() && !checkpoint->has_interval_seconds() && checkpoint->interval().empty()) {
+    checkpoint->set_interval(kCheckpointIntervalAuto);
+  }
   if (!checkpoint->has_keep()) checkpoint->set_keep(3);
   v1::RestartPolicy* restart = spec->mutable_restart();
   if (!restart->has_max_restarts()) restart->set_max_restarts(3);

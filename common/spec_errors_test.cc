@@ -127,6 +127,16 @@ const std::vector<BadSpec>& BadSpecs() {
       {"ZeroBatch", Mlp("data: {dataset: fashion_mnist, batch_size: 0}"),
        "data.batch_size: must be >= 1, got 0"},
       {"ZeroKeep", Base("checkpoint: {keep: 0}"), "checkpoint.keep: must be >= 1, got 0"},
+      {"CheckpointIntervalWord", Base("checkpoint: {interval: often}"),
+       "checkpoint.interval: must be \"auto\" (or left out), got \"often\""},
+      {"CheckpointIntervalSecondsZero", Base("checkpoint: {interval_seconds: 0}"),
+       "checkpoint.interval_seconds: must be in (0, 1073741824] seconds, got 0"},
+      {"CheckpointTwoIntervals", Base("checkpoint: {interval_steps: 100, interval: auto}"),
+       "checkpoint.interval: set at most one of checkpoint.interval_steps, interval_seconds and interval; "
+       "checkpoint.interval_steps is set too"},
+      {"CheckpointStepsAndSeconds", Base("checkpoint: {interval_steps: 100, interval_seconds: 30}"),
+       "checkpoint.interval_seconds: set at most one of checkpoint.interval_steps, interval_seconds and interval; "
+       "checkpoint.interval_steps is set too"},
       {"GrowthFactorOne", Base("precision: {compute: fp16, loss_scale: {growth_factor: 1}}"),
        "precision.loss_scale.growth_factor: must be > 1, got 1"},
       {"BackoffOutOfRange", Base("precision: {compute: fp16, loss_scale: {backoff_factor: 1.5}}"),
@@ -203,6 +213,8 @@ const std::vector<BadSpec>& BadSpecs() {
       {"WarmupLongerThanTraining", Base("training: {steps: 100}\nlr_schedule: {warmup_steps: 100}"),
        "lr_schedule.warmup_steps: must be less than training.steps (100), got 100; set a shorter warm-up, e.g. "
        "--set lr_schedule.warmup_steps=10"},
+      {"MoveStragglersOneRank", Base("restart: {move_stragglers: true}"),
+       "restart.move_stragglers: needs at least 2 ranks: a straggler is found by comparing ranks"},
       {"ElasticMinAboveMax", Base("restart: {elastic: {min_nodes: 4, max_nodes: 2}}"),
        "restart.elastic: min_nodes (4) > max_nodes (2)"},
       {"ElasticExcludesNodes",

@@ -176,7 +176,9 @@ TEST(Defaults, FillTheDocumentedValues) {
   EXPECT_EQ(spec.parallelism().schedule(), ParallelismSpec::ONE_F_ONE_B);
   EXPECT_DOUBLE_EQ(spec.parallelism().bucket_size_mb(), 25.0);
   EXPECT_FALSE(spec.parallelism().zero1());
-  EXPECT_EQ(spec.checkpoint().interval_steps(), 1000);
+  EXPECT_FALSE(spec.checkpoint().has_interval_steps());
+  EXPECT_FALSE(spec.checkpoint().has_interval_seconds());
+  EXPECT_EQ(spec.checkpoint().interval(), "auto");  // the Young-Daly interval
   EXPECT_EQ(spec.checkpoint().keep(), 3);
   EXPECT_EQ(spec.restart().max_restarts(), 3);
   EXPECT_EQ(spec.restart().progress_timeout_seconds(), 600);
@@ -246,6 +248,15 @@ TEST(Defaults, KeepExplicitValuesAndAreIdempotent) {
   JobSpec again = spec;
   ApplyDefaults(&again);
   ExpectSameSpec(spec, again);
+}
+
+TEST(Defaults, AnExplicitCheckpointIntervalIsNotJoinedByAuto) {
+  for (const char* interval : {"interval_steps: 0", "interval_steps: 50", "interval_seconds: 30"}) {
+    JobSpec spec = MustParse(absl::StrCat(kMinimal, "checkpoint: {", interval, "}"));
+    ApplyDefaults(&spec);
+    EXPECT_EQ(spec.checkpoint().interval(), "") << interval;
+    EXPECT_TRUE(ValidateJobSpec(spec).ok()) << interval << ": " << ValidateJobSpec(spec);
+  }
 }
 
 TEST(Defaults, ModelBlockCounts) {

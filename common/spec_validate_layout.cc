@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -120,9 +121,33 @@ absl::Status ValidateElastic(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// At most one of interval_steps, interval_seconds and interval ("auto").
+absl::Status ValidateCheckpointInterval(const v1::CheckpointPolicy& checkpoint) {
+  if (!checkpoint.interval().empty() && checkpoint.interval() != kCheckpointIntervalAuto) {
+    return Invalid("checkpoint.interval",
+                   absl::StrCat("must be \"auto\" (or left out), got \"", absl::CEscape(checkpoint.interval()), "\""));
+  }
+  if (checkpoint.has_interval_seconds() &&
+      !(checkpoint.interval_seconds() > 0 && checkpoint.interval_seconds() <= (1 << 30))) {
+    return Invalid("checkpoint.interval_seconds",
+                   absl::StrCat("must be in (0, 1073741824] seconds, got ", checkpoint.interval_seconds()));
+  }
+  std::vector<std::string> set;
+  if (checkpoint.has_interval_steps()) set.push_back("interval_steps");
+  if (checkpoint.has_interval_seconds()) set.push_back("interval_seconds");
+  if (!checkpoint.interval().empty()) set.push_back("interval");
+  if (set.size() > 1) {
+    return Invalid(absl::StrCat("checkpoint.", set[1]),
+                   absl::StrCat("set at most one of checkpoint.interval_steps, interval_seconds and interval; "
+                                "checkpoint.", set[0], " is set too"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePolicies(const v1::JobSpec& spec) {
   const v1::CheckpointPolicy& checkpoint = spec.checkpoint();
   RETURN_IF_ERROR(CheckRange("checkpoint.interval_steps", checkpoint.interval_steps(), 0, k2Pow40));
+  RETURN_IF_ERROR(ValidateCheckpointInterval(checkpoint));
   RETURN_IF_ERROR(CheckRange("checkpoint.keep", checkpoint.keep(), 1, 1000));
   if (!checkpoint.directory().empty() && checkpoint.directory()[0] != '/') {
     return Invalid("checkpoint.directory",
@@ -131,6 +156,9 @@ absl::Status ValidatePolicies(const v1::JobSpec& spec) {
   }
   const v1::RestartPolicy& restart = spec.restart();
   RETURN_IF_ERROR(CheckRange("restart.max_restarts", restart.max_restarts(), 0, 1000));
+  if (restart.move_stragglers() && int64_t{spec.resources().nodes()} * spec.resources().ranks_per_node() < 2) {
+    return Invalid("restart.move_stragglers", "needs at least 2 ranks: a straggler is found by comparing ranks");
+  }
   return CheckRange("restart.progress_timeout_seconds", restart.progress_timeout_seconds(), 0,
                     1 << 30);
 }

@@ -48,6 +48,11 @@ struct Flags {
   std::string stop_grace_period = "30s";
   std::string drain_checkpoint_timeout = "5m";
   std::string quarantine_window = "1h";
+  std::string straggler_move_window = "30m";
+  std::string checkpoint_interval_min = "10s";
+  std::string checkpoint_interval_max = "1h";
+  std::string checkpoint_mtbf_prior = "4h";
+  std::string checkpoint_failure_window = "24h";
   std::string preemption_grace = "5m";
   std::string shutdown_timeout = "5s";
   std::string node_recovery_grace = "60s";
@@ -92,11 +97,26 @@ int Run(Flags& flags) {
                         &config.drain_checkpoint_timeout),
         std::make_tuple("--preemption-grace", &flags.preemption_grace, &config.preemption_grace),
         std::make_tuple("--quarantine-window", &flags.quarantine_window, &config.quarantine.window),
+        std::make_tuple("--straggler-move-window", &flags.straggler_move_window, &config.stragglers.move_window),
+        std::make_tuple("--checkpoint-interval-min", &flags.checkpoint_interval_min,
+                        &config.checkpoint_interval.min),
+        std::make_tuple("--checkpoint-interval-max", &flags.checkpoint_interval_max,
+                        &config.checkpoint_interval.max),
+        std::make_tuple("--checkpoint-mtbf-prior", &flags.checkpoint_mtbf_prior, &config.checkpoint_interval.mtbf_prior),
+        std::make_tuple("--checkpoint-failure-window", &flags.checkpoint_failure_window,
+                        &config.checkpoint_interval.failure_window),
         std::make_tuple("--shutdown-timeout", &flags.shutdown_timeout, &config.shutdown_timeout),
         std::make_tuple("--node-recovery-grace", &flags.node_recovery_grace, &config.node_recovery_grace)}) {
     if (absl::Status s = ringmaster::ParseDurationFlag(name, *text, /*allow_zero=*/false, out); !s.ok()) {
       return Fail(std::string(s.message()));
     }
+  }
+  if (config.checkpoint_interval.max < config.checkpoint_interval.min) {
+    return Fail(absl::StrCat("--checkpoint-interval-max: must be at least --checkpoint-interval-min (",
+                             flags.checkpoint_interval_min, "), got ", flags.checkpoint_interval_max));
+  }
+  if (config.stragglers.factor != 0 && !(config.stragglers.factor > 1)) {
+    return Fail(absl::StrCat("--straggler-factor: must be above 1 (or 0: off), got ", config.stragglers.factor));
   }
   config.job_retention.max_age = absl::Seconds(flags.job_retention_days * 86400);
   absl::StatusOr<ringmaster::coordinator::Visibility> visibility =
@@ -169,6 +189,32 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--quarantine-window", flags.quarantine_window,
                  "The window of --quarantine-jobs")
+      ->capture_default_str();
+  app.add_option("--straggler-factor", flags.config.stragglers.factor,
+                 "Flag a rank whose own work per step (step time less communication) is this many times its "
+                 "peers' median for --straggler-steps steps (a STRAGGLER event, ringmaster_straggler); 0: off")
+      ->capture_default_str();
+  app.add_option("--straggler-steps", flags.config.stragglers.steps,
+                 "The steps a rank must stay above --straggler-factor to be flagged (and below it to be "
+                 "unflagged); 0: off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--straggler-move-window", flags.straggler_move_window,
+                 "A job with restart.move_stragglers moves off a straggler's node at most once in this window, "
+                 "and keeps off that node for it")
+      ->capture_default_str();
+  app.add_option("--checkpoint-interval-min", flags.checkpoint_interval_min,
+                 "checkpoint.interval auto (the Young-Daly interval, the default): never more often than this")
+      ->capture_default_str();
+  app.add_option("--checkpoint-interval-max", flags.checkpoint_interval_max,
+                 "checkpoint.interval auto: never less often than this")
+      ->capture_default_str();
+  app.add_option("--checkpoint-mtbf-prior", flags.checkpoint_mtbf_prior,
+                 "checkpoint.interval auto: a job's mean time between failures when neither it nor its nodes "
+                 "failed yet")
+      ->capture_default_str();
+  app.add_option("--checkpoint-failure-window", flags.checkpoint_failure_window,
+                 "checkpoint.interval auto: the window of failures on a job's nodes its MTBF estimate counts")
       ->capture_default_str();
   app.add_option("--shutdown-timeout", flags.shutdown_timeout,
                  "On SIGTERM: how long calls in flight (and clients' idle connections) may take to close")

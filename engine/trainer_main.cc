@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@
 #include "engine/train/progress.h"
 #include "engine/train/rank_context.h"
 #include "engine/train/state_dump.h"
+#include "engine/train/step_mean.h"
 #include "engine/train/trainer.h"
 #include "engine/train/trainer_config.h"
 #include "spdlog/spdlog.h"
@@ -199,6 +201,10 @@ int main(int argc, char** argv) {
   }
   config->device_index = ringmaster::engine::CudaOrdinal(*context);
   config->data.root = context->data_root();  // opened beneath it (engine/data/data_file.h)
+  // The data sets load while the rank joins its world (as long as the slowest
+  // rank takes to start): a restart's ranks step sooner.
+  std::shared_future<absl::StatusOr<ringmaster::engine::TrainingData>> data =
+      std::async(std::launch::async, [config = *config] { return ringmaster::engine::LoadTrainingData(config); });
   std::unique_ptr<ringmaster::engine::dist::ProcessGroup> world;
   if (world_size > 1) {
     ringmaster::engine::JoinOptions join;
@@ -226,20 +232,24 @@ int main(int argc, char** argv) {
   ringmaster::engine::TrainerOptions options;
   options.checkpoint_dir = context->checkpoint_dir();
   options.checkpoint_roots.assign(context->checkpoint_roots().begin(), context->checkpoint_roots().end());
+  options.auto_interval = context->auto_interval();
+  options.preloaded_data = data;
   options.max_steps_this_run = max_steps;
   options.world = world.get();
   options.coord = {context->rank().data_rank(), context->rank().pipeline_rank()};
+  ringmaster::engine::StepMean step_mean(config->log_interval_steps);
   options.on_step = [&](const ringmaster::engine::StepReport& r) {
     device_peak_bytes = std::max(device_peak_bytes, r.device_memory_peak_bytes);
     if (rank0) progress.OnStep(r);
-    if (agent) agent->ReportStep(r);
+    if (agent) agent->ReportStep(step_mean.Add(r));  // times as means over the log interval
   };
   bool commit_refused = false;
   if (agent) {
     // Rank 0 gathers the whole model of every stage and writes it: one
     // whole-model commit completes the checkpoint, whatever the layout.
-    options.on_checkpoint = [&](int64_t step, const std::string& path) {
-      absl::Status s = agent->CommitWholeModel(step, path, context->world().pipeline());
+    // Called on the trainer's checkpoint writer thread; Run waits for it.
+    options.on_checkpoint = [&](const ringmaster::engine::CheckpointReport& checkpoint) {
+      absl::Status s = agent->CommitWholeModel(checkpoint, context->world().pipeline());
       commit_refused = s.code() == absl::StatusCode::kInvalidArgument;
       return s;
     };

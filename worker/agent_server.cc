@@ -230,7 +230,8 @@ class AgentServer::Services {
         int64_t bytes = 0;
         for (const v1::CheckpointFile& file : forwarded.files()) bytes += file.size_bytes();
         metrics_->RecordCheckpoint(job_id, generation, forwarded.rank(),
-                                   forwarded.write_seconds() > 0 ? forwarded.write_seconds() : -1, bytes,
+                                   forwarded.write_seconds() > 0 ? forwarded.write_seconds() : -1,
+                                   forwarded.has_stall_seconds() ? forwarded.stall_seconds() : -1, bytes,
                                    forwarded.step());
       }
       return Forward(context, std::move(forwarded), response, [this](auto* c, auto* q, auto* r, auto done) {

@@ -380,6 +380,7 @@ TEST_F(AgentServerTest, ACommittedCheckpointsWriteTimeAndSizeReachTheMetrics) {
   commit.set_rank(0);
   commit.set_step(100);
   commit.set_write_seconds(0.5);
+  commit.set_stall_seconds(0.125);
   for (int64_t size : {1000, 24}) {
     v1::CheckpointFile* file = commit.add_files();
     file->set_path(absl::StrCat("f", size));
@@ -391,6 +392,8 @@ TEST_F(AgentServerTest, ACommittedCheckpointsWriteTimeAndSizeReachTheMetrics) {
   const std::string text = registry_.ExposeText();
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",node=\"node-a\",rank=\"0\"} 1024"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_seconds_sum{job=\"j\",node=\"node-a\",rank=\"0\"} 0.5"));
+  EXPECT_THAT(text,
+              HasSubstr("ringmaster_rank_checkpoint_stall_seconds_sum{job=\"j\",node=\"node-a\",rank=\"0\"} 0.125"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",node=\"node-a\",rank=\"0\"} 1"));
 }
 

@@ -173,6 +173,7 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
   if (order.has_resume_from() && !order.resume_from().path().empty()) *shared.mutable_resume_from() = order.resume_from();
   shared.set_checkpoint_dir(order.checkpoint_dir());
   for (const std::string& root : checkpoint_roots) shared.add_checkpoint_roots(root);
+  if (order.has_auto_interval()) *shared.mutable_auto_interval() = order.auto_interval();
   shared.set_data_root(data_root);
   shared.set_advertise_host(options_.advertise_host);
   google::protobuf::util::JsonPrintOptions json_options;

@@ -78,6 +78,7 @@ struct WorkerMetrics::Families {
   Family<Gauge>* compute_seconds;
   Family<Gauge>* skew_ratio;
   Family<Histogram>* checkpoint_seconds;
+  Family<Histogram>* checkpoint_stall_seconds;
   Family<Gauge>* checkpoint_bytes;
   Family<Counter>* checkpoints;
   Family<Gauge>* checkpoint_interval_steps;
@@ -87,6 +88,7 @@ struct WorkerMetrics::Families {
   Family<Gauge>* named_gauge;                 // a program's own gauges (StepMetrics.gauges)
   Histogram::BucketBoundaries step_buckets;
   Histogram::BucketBoundaries checkpoint_buckets;
+  Histogram::BucketBoundaries stall_buckets;
   // The node's own series (label node), present from the start.
   CallbackGauges* ranks_running;
   Gauge* gpus;
@@ -115,6 +117,7 @@ struct WorkerMetrics::RankSeries {
   Gauge* compute_seconds;
   Gauge* skew_ratio;
   Histogram* checkpoint_seconds;
+  Histogram* checkpoint_stall_seconds;
   Gauge* checkpoint_bytes;
   Counter* checkpoints;
   Gauge* checkpoint_interval_steps;
@@ -161,6 +164,12 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
   ASSIGN_OR_RETURN(f->checkpoint_seconds,
                    registry->AddHistogram("ringmaster_rank_checkpoint_seconds",
                                           "Time to write each checkpoint the rank committed, seconds."));
+  // A snapshot takes milliseconds: finer buckets than the writes'.
+  ASSIGN_OR_RETURN(f->stall_buckets, ExponentialBuckets(0.001, 2.0, 16));
+  ASSIGN_OR_RETURN(f->checkpoint_stall_seconds,
+                   registry->AddHistogram("ringmaster_rank_checkpoint_stall_seconds",
+                                          "Time training was blocked for each checkpoint the rank committed "
+                                          "(gathers, snapshot, waiting for the previous write), seconds."));
   RETURN_IF_ERROR(
       gauge("ringmaster_rank_checkpoint_bytes", "Size of the rank's last committed checkpoint.", &f->checkpoint_bytes));
   ASSIGN_OR_RETURN(f->checkpoints,
@@ -233,6 +242,7 @@ WorkerMetrics::RankSeries* WorkerMetrics::SeriesLocked(const std::string& job_id
   s->compute_seconds = &f.compute_seconds->Add(labels);
   s->skew_ratio = &f.skew_ratio->Add(labels);
   s->checkpoint_seconds = &f.checkpoint_seconds->Add(labels, f.checkpoint_buckets);
+  s->checkpoint_stall_seconds = &f.checkpoint_stall_seconds->Add(labels, f.stall_buckets);
   s->checkpoint_bytes = &f.checkpoint_bytes->Add(labels);
   s->checkpoints = &f.checkpoints->Add(labels);
   s->checkpoint_interval_steps = &f.checkpoint_interval_steps->Add(labels);
@@ -341,12 +351,13 @@ void WorkerMetrics::UpdateSkewLocked(const std::string& job_id) {
 }
 
 void WorkerMetrics::RecordCheckpoint(const std::string& job_id, int64_t generation, int32_t rank,
-                                     double write_seconds, int64_t bytes, int64_t step) {
+                                     double write_seconds, double stall_seconds, int64_t bytes, int64_t step) {
   std::lock_guard<std::mutex> lock(mu_);
   RankSeries* s = CurrentSeriesLocked(job_id, generation, rank);
   if (s == nullptr) return;
   s->last_checkpoint_step->Set(static_cast<double>(step));
   if (write_seconds >= 0) s->checkpoint_seconds->Observe(write_seconds);
+  if (stall_seconds >= 0) s->checkpoint_stall_seconds->Observe(stall_seconds);
   s->checkpoint_bytes->Set(static_cast<double>(bytes));
   s->checkpoints->Increment();
 }
@@ -377,6 +388,7 @@ void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, in
   f.compute_seconds->Remove(s.compute_seconds);
   f.skew_ratio->Remove(s.skew_ratio);
   f.checkpoint_seconds->Remove(s.checkpoint_seconds);
+  f.checkpoint_stall_seconds->Remove(s.checkpoint_stall_seconds);
   f.checkpoint_bytes->Remove(s.checkpoint_bytes);
   f.checkpoints->Remove(s.checkpoints);
   f.checkpoint_interval_steps->Remove(s.checkpoint_interval_steps);

@@ -66,10 +66,10 @@ class WorkerMetrics {
   // recorded for the same (job, rank) are ignored.
   void RecordStep(const std::string& job_id, int64_t generation, int32_t rank, const v1::StepMetrics& metrics);
   // The rank committed a checkpoint of step `step`, `bytes` large, that took
-  // `write_seconds` to write (< 0: unknown, not observed). Same generation
-  // rule as RecordStep.
+  // `write_seconds` to write and stalled training for `stall_seconds` (each
+  // < 0: unknown, not observed). Same generation rule as RecordStep.
   void RecordCheckpoint(const std::string& job_id, int64_t generation, int32_t rank, double write_seconds,
-                        int64_t bytes, int64_t step);
+                        double stall_seconds, int64_t bytes, int64_t step);
   // A generation of the job starts here (StartRanks): its checkpoint
   // interval, and the step it resumes from (0: from scratch). Its ranks'
   // ringmaster_rank_checkpoint_interval_steps and _last_checkpoint_step

@@ -68,12 +68,13 @@ TEST(WorkerMetricsTest, ExposesProgressCheckpointsAndEvaluationsForTheDashboards
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_accuracy{job=\"j\",node=\"n\",rank=\"0\"} Nan"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_step{job=\"j\",node=\"n\",rank=\"0\"} 0"));
   // Rank 0 commits a checkpoint; it evaluates.
-  metrics->RecordCheckpoint("j", 2, 0, 0.5, 4096, 1500);
+  metrics->RecordCheckpoint("j", 2, 0, 0.5, 0.02, 4096, 1500);
   m.set_eval_step(1500);
   m.set_eval_loss(0.41);
   m.set_eval_accuracy(0.875);
   metrics->RecordStep("j", 2, 0, m);
   text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_stall_seconds_sum{job=\"j\",node=\"n\",rank=\"0\"} 0.02"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_last_checkpoint_step{job=\"j\",node=\"n\",rank=\"0\"} 1500"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_last_checkpoint_step{job=\"j\",node=\"n\",rank=\"1\"} 1000"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_eval_loss{job=\"j\",node=\"n\",rank=\"0\"} 0.41"));
@@ -179,9 +180,9 @@ TEST(WorkerMetricsTest, TheStragglerIsTheRankThatComputesLongestAgainstItsJobsMe
 TEST(WorkerMetricsTest, CheckpointsAreCountedWithTheirWriteTimeAndSize) {
   MetricsRegistry registry;
   std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
-  metrics->RecordCheckpoint("j", 1, 0, 0.3, 4096, 100);
-  metrics->RecordCheckpoint("j", 1, 0, -1, 8192, 200);  // write time unknown: counted, not observed
-  metrics->RecordCheckpoint("j", 0, 0, 5.0, 1, 300);      // an older generation: ignored
+  metrics->RecordCheckpoint("j", 1, 0, 0.3, -1, 4096, 100);
+  metrics->RecordCheckpoint("j", 1, 0, -1, -1, 8192, 200);  // write time unknown: counted, not observed
+  metrics->RecordCheckpoint("j", 0, 0, 5.0, -1, 1, 300);      // an older generation: ignored
   const std::string text = registry.ExposeText();
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoints_total{job=\"j\",node=\"n\",rank=\"0\"} 2"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_bytes{job=\"j\",node=\"n\",rank=\"0\"} 8192"));

@@ -79,6 +79,9 @@ struct ShardCommit {
   // Seconds the writer took to write its files; <= 0: unknown. The commit
   // that completes a checkpoint puts it on the CHECKPOINT_COMMITTED event.
   double write_seconds = 0;
+  // Seconds training was blocked for it (CommitCheckpointRequest.
+  // stall_seconds); unset: unknown, write_seconds is the stall.
+  std::optional<double> stall_seconds;
 };
 
 struct CommitResult {

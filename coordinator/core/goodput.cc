@@ -86,8 +86,18 @@ void ApplyGoodputEvent(const v1::JobEvent& e, v1::GoodputBreakdown* b) {
   if (running && e.kind() == v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED) {
     // The write happened since the previous commit (or RUNNING): never more.
     double stall = b->checkpoint_stall_seconds();
-    TakeFromTraining(std::min(e.checkpoint_write_seconds(), Seconds(now - kept)), &stall, b);
+    // The training stall; a writer that sends none stalled for its write.
+    const double blocked =
+        e.has_checkpoint_stall_seconds() ? e.checkpoint_stall_seconds() : e.checkpoint_write_seconds();
+    TakeFromTraining(std::min(blocked, Seconds(now - kept)), &stall, b);
     b->set_checkpoint_stall_seconds(stall);
+    *b->mutable_kept_until() = ToProtoTime(now);
+  }
+  if (running && e.kind() == v1::JOB_EVENT_KIND_STEPPING) {
+    // RUNNING until every rank stepped was the start (or restart) going on.
+    double starting = b->after_failure() ? b->restart_seconds() : b->starting_seconds();
+    TakeFromTraining(Seconds(now - kept), &starting, b);
+    b->after_failure() ? b->set_restart_seconds(starting) : b->set_starting_seconds(starting);
     *b->mutable_kept_until() = ToProtoTime(now);
   }
   const v1::GoodputPhase next = PhaseAfter(e, b->phase());
@@ -101,7 +111,10 @@ void ApplyGoodputEvent(const v1::JobEvent& e, v1::GoodputBreakdown* b) {
     }
     b->clear_kept_until();
   }
-  if (next == v1::GOODPUT_PHASE_TRAINING && !running) *b->mutable_kept_until() = ToProtoTime(now);
+  if (next == v1::GOODPUT_PHASE_TRAINING && !running) {
+    *b->mutable_kept_until() = ToProtoTime(now);
+    b->set_after_failure(b->phase() == v1::GOODPUT_PHASE_RESTART);
+  }
   if ((e.to_state() == v1::JOB_STATE_PLACED || e.to_state() == v1::JOB_STATE_STARTING) &&
       !b->has_first_placement_time()) {
     *b->mutable_first_placement_time() = ToProtoTime(now);

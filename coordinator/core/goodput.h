@@ -12,10 +12,14 @@
 // starting, or restart when the generation follows a RESTARTING; RUNNING ->
 // training; RESTARTING -> restart; terminal -> nothing more. Out of the
 // RUNNING time, a CHECKPOINT_COMMITTED event moves its
-// checkpoint_write_seconds to checkpoint stall, and an event that stops a
+// checkpoint_stall_seconds (the time training was blocked; its
+// checkpoint_write_seconds when unset: a synchronous writer) to checkpoint
+// stall, and an event that stops a
 // RUNNING generation moves the time since its newest checkpoint (or since
 // RUNNING) to recomputed. Both are capped so that training never goes below
-// zero.
+// zero. A STEPPING event (every rank stepped) moves the RUNNING time before
+// it, when no checkpoint came in between, to starting (or restart after a
+// failure): the ranks were loading, not training.
 
 #include "absl/time/time.h"
 #include "proto/job.pb.h"

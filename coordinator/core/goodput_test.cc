@@ -19,6 +19,7 @@ struct Ev {
   v1::JobState from;
   v1::JobState to;
   double write_seconds = 0;  // CHECKPOINT_COMMITTED only
+  double stall_seconds = -1;  // CHECKPOINT_COMMITTED only; < 0: unset (a synchronous writer)
 };
 
 struct Expect {
@@ -64,6 +65,7 @@ v1::GoodputBreakdown Replay(const Case& c) {
     e.set_from_state(ev.from);
     e.set_to_state(ev.to);
     e.set_checkpoint_write_seconds(ev.write_seconds);
+    if (ev.stall_seconds >= 0) e.set_checkpoint_stall_seconds(ev.stall_seconds);
     ApplyGoodputEvent(e, &b);
   }
   return GoodputAt(b, kT0 + absl::Seconds(c.now));
@@ -86,6 +88,10 @@ TEST(GoodputTest, Table) {
        Then(Started(0, 0), {{50, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, R, R, 5},
                             {100, v1::JOB_EVENT_KIND_SUCCEEDED, R, OK}}),
        100, {.training = 95, .stall = 5, .goodput = 0.95, .phase = v1::GOODPUT_PHASE_ENDED}},
+      {"a background write: only the training thread's stall counts",
+       Then(Started(0, 0), {{50, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, R, R, 5, 0.25},
+                            {100, v1::JOB_EVENT_KIND_SUCCEEDED, R, OK}}),
+       100, {.training = 99.75, .stall = 0.25, .goodput = 0.9975, .phase = v1::GOODPUT_PHASE_ENDED}},
       {"a stall is never more than the time since the last commit",
        Then(Started(0, 0), {{10, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, R, R, 5},
                             {12, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, R, R, 30}}),
@@ -98,6 +104,17 @@ TEST(GoodputTest, Table) {
                             {205, v1::JOB_EVENT_KIND_SUCCEEDED, R, OK}}),
        205,
        {.starting = 5, .training = 160, .restart = 10, .recomputed = 30, .goodput = 160.0 / 205,
+        .phase = v1::GOODPUT_PHASE_ENDED}},
+      {"loading until every rank stepped is starting, after a failure restart",
+       Then(Started(0, 5), {{8, v1::JOB_EVENT_KIND_STEPPING, R, R},
+                            {65, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, R, R, 0},
+                            {95, v1::JOB_EVENT_KIND_RANK_EXITED, R, X},
+                            {100, v1::JOB_EVENT_KIND_RESTARTING, X, S},
+                            {105, v1::JOB_EVENT_KIND_RUNNING, S, R},
+                            {107, v1::JOB_EVENT_KIND_STEPPING, R, R},
+                            {205, v1::JOB_EVENT_KIND_SUCCEEDED, R, OK}}),
+       205,
+       {.starting = 8, .training = 155, .restart = 12, .recomputed = 30, .goodput = 155.0 / 205,
         .phase = v1::GOODPUT_PHASE_ENDED}},
       {"a failure before any checkpoint loses the whole generation",
        Then(Started(0, 0), {{40, v1::JOB_EVENT_KIND_NODE_LOST, R, X}}), 50,

@@ -79,6 +79,7 @@ void JobController::Tick() {
   lifecycle_.CheckProgress();
   ContinueDrains();
   lifecycle_.ContinuePreemptions();
+  lifecycle_.ContinueStragglerMoves();
   dispatcher_.AccountUsage();
   rendezvous_->CheckDeadlines();  // may call the lifecycle's OnRendezvousFailed: no lock of ours held here
   ScheduleNow();

@@ -64,6 +64,21 @@ TEST_F(JobGoodputTest, GetJobCarriesTheBreakdownUpToNow) {
   EXPECT_DOUBLE_EQ(MustGet(id).goodput().training_seconds(), 178);
 }
 
+// A trainer that writes in the background sends the time training was
+// blocked (stall_seconds): that, not the write, is the checkpoint stall.
+TEST_F(JobGoodputTest, ABackgroundWriteCountsOnlyItsStall) {
+  std::string id = MustSubmit(MakeSpec(1, 2, v1::ResourceSpec::CUDA, 0, /*max_restarts=*/3));
+  AddNode("host-a", 2);
+  controller_->ScheduleNow();
+  JoinAll(id);
+  AdvanceWithHeartbeats(absl::Seconds(60));
+  ShardCommit commit = CheckpointCommit(id, 100);
+  commit.write_seconds = 4;
+  commit.stall_seconds = 0.5;
+  ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(commit).ok());
+  EXPECT_DOUBLE_EQ(MustGet(id).goodput().checkpoint_stall_seconds(), 0.5);
+}
+
 TEST_F(JobGoodputTest, TheEndStopsTheCount) {
   const std::string id = RunWithOneFailure();
   ExitAll(id, 0);

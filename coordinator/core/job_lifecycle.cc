@@ -65,6 +65,7 @@ v1::Job JobLifecycle::SnapshotLocked(const Entry& entry) const {
   absl::StatusOr<v1::CheckpointInfo> latest = checkpoints_->Latest(job.id());
   if (latest.ok()) *job.mutable_last_checkpoint() = *std::move(latest);
   *job.mutable_goodput() = GoodputAt(entry.goodput, clock_->Now());
+  if (!entry.checkpoint_interval.why().empty()) *job.mutable_checkpoint_interval() = entry.checkpoint_interval;
   return job;
 }
 

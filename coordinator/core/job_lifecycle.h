@@ -54,6 +54,7 @@
 #include "coordinator/core/node_strikes.h"
 #include "coordinator/core/rendezvous.h"
 #include "coordinator/core/scheduler.h"
+#include "coordinator/core/straggler_detector.h"
 #include "coordinator/store/store.h"
 #include "proto/job.pb.h"
 #include "proto/job_spec.pb.h"
@@ -185,6 +186,17 @@ class JobLifecycle : public RendezvousListener {
   // towards its quarantine (options.quarantine, NodeQuarantine).
   void ForgetQuarantine(const std::string& node_id) { quarantine_.Forget(node_id); }
 
+  // ---- stragglers (job_lifecycle_stragglers.cc) ----
+  // Every rank report feeds the job's StragglerDetector (options.stragglers);
+  // a flagged rank gets a STRAGGLER event, a recovered one
+  // STRAGGLER_RECOVERED. A job with restart.move_stragglers is then moved off
+  // the rank's node like a drain (checkpoint first, NODE_DRAINED, not counted
+  // against max_restarts), the node not cordoned: only that job keeps off it,
+  // for options.stragglers.move_window; at most one such move per window,
+  // and none when no other node could take the job (the event says why).
+  // The re-sent orders and the patience of pending moves; every tick.
+  void ContinueStragglerMoves();
+
   // ---- preemption (a queue reclaims its quota; job_lifecycle_preempt.cc) ----
   // Asks a job to give its slots back, checkpoint first (`reason`: who
   // preempts it and why, for its timeline):
@@ -247,8 +259,14 @@ class JobLifecycle : public RendezvousListener {
       absl::Time requested;
       absl::Time sent;           // CheckpointNow orders last sent
       int64_t saved_step = -1;   // >= 0: the checkpoint came; move it
+      bool straggler = false;    // not a drain: moving off a straggler's node
     };
     std::optional<DrainWait> drain;
+    // The current generation's stragglers, and the node the job last moved
+    // off for one, which it keeps off until straggler_avoid_until.
+    StragglerDetector stragglers;
+    std::string straggler_node;
+    absl::Time straggler_avoid_until = absl::InfinitePast();
     // A preemption asked the current generation for a checkpoint.
     struct PreemptWait {
       std::string reason;        // who preempts it and why
@@ -260,6 +278,16 @@ class JobLifecycle : public RendezvousListener {
     // Where the job's time went, as of its newest event (goodput.h): every
     // announced event is applied; rebuilt from the stored timeline by Recover.
     v1::GoodputBreakdown goodput;
+    // checkpoint.interval auto: the current generation's inputs (chosen at
+    // dispatch), and the interval in force with why (Job.checkpoint_interval;
+    // from the dispatch, then from every commit's stall).
+    v1::AutoIntervalInputs auto_interval;
+    v1::CheckpointInterval checkpoint_interval;
+    // Every rank of the current generation reported a step (STEPPING
+    // announced), and when the failure that stopped the previous one was
+    // detected (InfinitePast: none; the restart latency counts from it).
+    bool stepping = false;
+    absl::Time failure_detected = absl::InfinitePast();
   };
   // One failure of a job's current generation.
   // Whether the current generation's ranks talk to the coordinator about
@@ -267,6 +295,13 @@ class JobLifecycle : public RendezvousListener {
   // reported a step (the SDK's report()). Only then do the progress timeout
   // apply and a drain or a preemption ask for a checkpoint first.
   bool ReportsProgressLocked(const Entry& entry) const;
+  // At dispatch: the auto interval's inputs for the generation (its failures,
+  // its nodes' over the window, the bounds) and the interval in force
+  // (job_lifecycle_interval.cc).
+  void ChooseCheckpointIntervalLocked(Entry& entry);
+  // Announces STEPPING once every rank of the RUNNING generation reported a
+  // step (job_lifecycle_interval.cc).
+  void AnnounceSteppingIfDueLocked(Entry& entry);
   struct GenerationFailure {
     v1::JobEventKind kind = v1::JOB_EVENT_KIND_RANK_EXITED;
     std::string reason;
@@ -311,6 +346,14 @@ class JobLifecycle : public RendezvousListener {
   // Moves a job off the drained node: its generation stops (NODE_DRAINED).
   absl::Status MoveOffDrainedLocked(Entry& entry, const std::string& node_id, const std::string& hostname,
                                     const std::string& why);
+  // A rank's report, to the job's StragglerDetector; a change is recorded
+  // (and, with consent, the move begun).
+  void CheckStragglerLocked(Entry& entry, int32_t global_rank, const v1::StepMetrics& metrics);
+  // Begins moving the job off `node_id` when it consents and may; says what
+  // was done, for the STRAGGLER event.
+  std::string StragglerMoveLocked(Entry& entry, const std::string& node_id, const std::string& host);
+  // The node the job keeps off after a straggler move, while it does.
+  std::set<std::string> StragglerAvoidedLocked(const Entry& entry) const;
   // Counts a rank failure of the job on `node_id` towards the node's
   // quarantine; cordons the node (cordoned_by "coordinator") when it is
   // due and no one cordoned it before, saying so in *why.
@@ -338,6 +381,7 @@ class JobLifecycle : public RendezvousListener {
   const JobControllerOptions options_;
   std::vector<JobListener*> listeners_;  // set before traffic; read-only after
   NodeQuarantine quarantine_;  // across jobs; its own lock
+  NodeFailureLog failure_log_;  // across jobs (the auto checkpoint interval); its own lock
 
   mutable std::mutex table_mu_;
   std::map<std::string, std::shared_ptr<Entry>> jobs_;  // by id; guarded by table_mu_

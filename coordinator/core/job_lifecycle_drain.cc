@@ -74,8 +74,9 @@ absl::Status JobLifecycle::MoveOffDrainedLocked(Entry& entry, const std::string&
                                                 const std::string& why) {
   GenerationFailure move;
   move.kind = v1::JOB_EVENT_KIND_NODE_DRAINED;
-  move.reason = absl::StrCat("moved off node ", hostname.empty() ? node_id : hostname, ", which is being drained: ",
-                             why);
+  const bool straggler = entry.drain.has_value() && entry.drain->straggler;
+  move.reason = absl::StrCat("moved off node ", hostname.empty() ? node_id : hostname,
+                             straggler ? ", where a rank is a straggler: " : ", which is being drained: ", why);
   move.node_id = node_id;
   move.dump_state = false;
   return FailGenerationLocked(entry, move);

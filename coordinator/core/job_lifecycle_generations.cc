@@ -121,12 +121,14 @@ StartOrder JobLifecycle::StartOrderLocked(const Entry& entry, const std::string&
   order.rendezvous_deadline = entry.rendezvous_deadline;
   order.rendezvous_secret = rendezvous_->Secret(job.id(), job.generation());
   order.owner = job.owner();
+  order.auto_interval = entry.auto_interval;
   return order;
 }
 
 void JobLifecycle::DispatchLocked(Entry& entry) {
   const v1::Job& job = entry.record.job;
   entry.progress.clear();
+  entry.stepping = false;
   entry.exited_ok.clear();
   entry.drain.reset();
   entry.preempt.reset();
@@ -138,6 +140,7 @@ void JobLifecycle::DispatchLocked(Entry& entry) {
   absl::StatusOr<v1::CheckpointInfo> resume = checkpoints_->Latest(job.id());
   entry.resume_chosen = true;
   entry.resume_from = resume.ok() ? std::optional<v1::CheckpointInfo>(*std::move(resume)) : std::nullopt;
+  if (!program) ChooseCheckpointIntervalLocked(entry);
   rendezvous_->BeginGeneration(job.id(), job.generation(), job.placement().world_size(), entry.rendezvous_deadline);
   std::vector<std::pair<std::string, v1::Placement>> slices = PlacementSlices(job.placement());
   for (auto& [node_id, slice] : slices) {
@@ -220,6 +223,11 @@ absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFa
       !failure.node_id.empty()) {
     QuarantineIfDueLocked(entry, failure.node_id, &why);
   }
+  if (((failure.kind == v1::JOB_EVENT_KIND_RANK_EXITED && failure.quarantine_count) ||
+       failure.kind == v1::JOB_EVENT_KIND_NODE_LOST) &&
+      !failure.unrecoverable && !blamed.empty()) {
+    failure_log_.Record(blamed, clock_->Now(), options_.checkpoint_interval.failure_window);
+  }
   const int32_t max_restarts = job.spec().restart().max_restarts();
   const std::string reason_code = failure.unrecoverable ? "Unrecoverable" : ReasonCode(failure.kind);
   const bool counted = RestartCounts(reason_code);
@@ -248,6 +256,7 @@ absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFa
   std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, failure.lost_node);
   for (StopOrder& order : stop) order.dump_state = failure.dump_state;
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
+  entry.failure_detected = give_up ? absl::InfinitePast() : clock_->Now();
   entry.drain.reset();
   entry.preempt.reset();
   rendezvous_->EndGeneration(entry.record.job.id(), entry.record.job.generation());
@@ -335,11 +344,13 @@ absl::StatusOr<bool> JobLifecycle::ReportProgress(const std::string& job_id, int
   entry.progress[global_rank] = metrics;
   entry.last_progress = clock_->Now();
   views_.PublishProgress(job_id, global_rank, metrics);
+  CheckStragglerLocked(entry, global_rank, metrics);
   if (entry.record.job.state() != v1::JOB_STATE_RUNNING) {
     RETURN_IF_ERROR(MarkRunningLocked(entry, absl::StrCat("rank ", global_rank, " reported step ", metrics.step())));
   } else if (global_rank == 0) {
     NotifyJobLocked(entry, {});
   }
+  AnnounceSteppingIfDueLocked(entry);
   return false;
 }
 
@@ -376,7 +387,15 @@ absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& c
   }
   v1::JobEvent event = MakeEvent(entry, v1::JOB_EVENT_KIND_CHECKPOINT_COMMITTED, job.state(),
                                  absl::StrCat("checkpoint at step ", commit.step, " committed: ", commit.path));
-  event.set_checkpoint_write_seconds(std::max(0.0, commit.write_seconds));  // the stall (goodput.h)
+  event.set_checkpoint_write_seconds(std::max(0.0, commit.write_seconds));
+  // The stall when known (goodput.h), else the write was the stall.
+  if (commit.stall_seconds.has_value()) event.set_checkpoint_stall_seconds(std::max(0.0, *commit.stall_seconds));
+  if (commit.stall_seconds.has_value() && *commit.stall_seconds > 0 && !entry.auto_interval.mtbf_basis().empty()) {
+    // The ranks chose their next interval from this stall (the same function, the same inputs).
+    entry.auto_interval.set_stall_seconds(*commit.stall_seconds);
+    entry.checkpoint_interval = IntervalInForce(job.spec().checkpoint(), entry.auto_interval);
+    entry.checkpoint_interval.set_stall_seconds(*commit.stall_seconds);
+  }
   // The generation's own directory (the commit's generation is the job's
   // current one): any other path is PERMISSION_DENIED, nothing recorded.
   ASSIGN_OR_RETURN(CommitResult result,

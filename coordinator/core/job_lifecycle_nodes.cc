@@ -28,6 +28,7 @@ JobRequest RequestFor(const JobRecord& r) {
 std::set<std::string> JobLifecycle::ExcludedNodesLocked(const Entry& entry,
                                                         const std::vector<NodeCapacity>& capacity) const {
   std::set<std::string> excluded = entry.strikes.Excluded(clock_->Now(), options_.node_strikes);
+  excluded.merge(StragglerAvoidedLocked(entry));
   const auto usable = std::count_if(capacity.begin(), capacity.end(),
                                     [&](const NodeCapacity& n) { return excluded.count(n.node_id) == 0; });
   if (usable < entry.record.job.spec().resources().nodes()) excluded.clear();  // it needs them

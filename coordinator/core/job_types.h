@@ -19,6 +19,8 @@
 #include "coordinator/core/node_strikes.h"
 #include "coordinator/core/queue_config.h"
 #include "coordinator/core/scheduler.h"
+#include "coordinator/core/failure_history.h"
+#include "coordinator/core/straggler_detector.h"
 #include "coordinator/store/store.h"
 #include "proto/job.pb.h"
 #include "proto/job_spec.pb.h"
@@ -56,6 +58,12 @@ struct JobControllerOptions {
   // A preempted job whose ranks wrote no checkpoint this long after they
   // were asked for one is stopped all the same, and resumes from its newest.
   absl::Duration preemption_grace = absl::Minutes(5);
+  // Stragglers: the factor and steps a rank is flagged after (StragglerDetector),
+  // and how often a consenting job may move off a straggler's node.
+  StragglerPolicy stragglers;
+  // checkpoint.interval auto: the operator's bounds and prior, and the
+  // window of node failures the job's MTBF estimate counts.
+  CheckpointIntervalPolicy checkpoint_interval;
   // The queues (the operator's queues file); unset: QueueConfig::Default(),
   // one queue holding everything.
   std::optional<QueueConfig> queues;
@@ -101,6 +109,7 @@ struct StartOrder {
   absl::Time rendezvous_deadline;
   std::string rendezvous_secret;  // the generation's (Rendezvous::Secret); never logged
   std::string owner;  // Job.owner: a worker may run the ranks as its account
+  v1::AutoIntervalInputs auto_interval;  // checkpoint.interval auto (StartRanks.auto_interval)
 };
 
 // Stop a generation's ranks on one node (NodeService StopRanks).

@@ -18,6 +18,7 @@ v1::StartRanks StartRanksProto(const StartOrder& order) {
   }
   out.set_rendezvous_secret(order.rendezvous_secret);
   out.set_owner(order.owner);
+  if (order.auto_interval.mtbf_seconds() > 0) *out.mutable_auto_interval() = order.auto_interval;
   return out;
 }
 

@@ -34,6 +34,7 @@ grpc::ServerUnaryReactor* CheckpointService::Commit(grpc::CallbackServerContext*
   commit.pipeline_stages = request->pipeline_stages();
   commit.whole_model = request->whole_model();
   commit.write_seconds = request->write_seconds();
+  if (request->has_stall_seconds()) commit.stall_seconds = request->stall_seconds();
   commit.files.assign(request->files().begin(), request->files().end());
   return FinishOnExecutor(context, executor_, [this, response, commit = std::move(commit)] {
     absl::StatusOr<CommitResult> result = controller_->lifecycle().CommitCheckpoint(commit);

@@ -26,6 +26,7 @@
 #include "coordinator/core/checkpoint_registry.h"
 #include "coordinator/service/checkpoint_service.h"
 #include "coordinator/core/coordinator_metrics.h"
+#include "coordinator/core/straggler_metrics.h"
 #include "coordinator/core/executor.h"
 #include "coordinator/core/job_controller.h"
 #include "coordinator/service/job_service.h"
@@ -149,6 +150,7 @@ absl::Status CoordinatorServer::Build() {
   rendezvous_->SetSecrets(secrets_.get());
   registry_ = std::make_unique<MetricsRegistry>();
   ASSIGN_OR_RETURN(metrics_, CoordinatorMetrics::Create(registry_.get(), nodes_.get(), clock_));
+  ASSIGN_OR_RETURN(straggler_metrics_, StragglerMetrics::Create(registry_.get()));
   const DiskSpace* disk = config_.disk_space;
   if (disk == nullptr) {
     statvfs_disk_ = std::make_unique<StatvfsDiskSpace>(config_.state_dir);
@@ -162,6 +164,8 @@ absl::Status CoordinatorServer::Build() {
   options.stop_grace_period = config_.stop_grace_period;
   options.drain_checkpoint_timeout = config_.drain_checkpoint_timeout;
   options.quarantine = config_.quarantine;
+  options.stragglers = config_.stragglers;
+  options.checkpoint_interval = config_.checkpoint_interval;
   options.preemption_grace = config_.preemption_grace;
   if (!config_.queues_file.empty()) {
     absl::StatusOr<QueueConfig> queues = QueueConfig::Load(config_.queues_file);
@@ -191,6 +195,7 @@ absl::Status CoordinatorServer::Build() {
   watchers_ = std::make_unique<JobWatchers>();
   sessions_ = std::make_unique<NodeSessions>(controller_.get(), nodes_.get());
   controller_->AddListener(metrics_.get());
+  controller_->AddListener(straggler_metrics_.get());
   controller_->AddListener(watchers_.get());
   controller_->AddListener(sessions_.get());
   if (absl::Status s = controller_->Recover(); !s.ok()) {

@@ -63,6 +63,7 @@ class RendezvousSecrets;
 class RendezvousService;
 class RpcMetricsInterceptorFactory;
 class Store;
+class StragglerMetrics;
 class Ticker;
 
 struct CoordinatorConfig {
@@ -89,6 +90,13 @@ struct CoordinatorConfig {
   // Quarantine: a node where ranks of `quarantine.jobs` distinct jobs failed
   // within `quarantine.window` is cordoned (cordoned_by "coordinator").
   QuarantinePolicy quarantine;
+  // Stragglers: a rank whose own work per step stays above `factor` x its
+  // peers' median for `steps` steps is flagged (StragglerDetector); a job
+  // with restart.move_stragglers moves off its node at most once a `move_window`.
+  StragglerPolicy stragglers;
+  // checkpoint.interval auto: its bounds, the prior MTBF, the window of node
+  // failures counted (common/checkpoint_interval.h).
+  CheckpointIntervalPolicy checkpoint_interval;
   // The operator's queues file (docs/operations.md); empty: one queue,
   // "default", holding everything. Read again by ReloadQueues (SIGHUP).
   std::string queues_file;
@@ -218,6 +226,7 @@ class CoordinatorServer {
   std::unique_ptr<Rendezvous> rendezvous_;
   std::unique_ptr<MetricsRegistry> registry_;
   std::unique_ptr<CoordinatorMetrics> metrics_;
+  std::unique_ptr<StragglerMetrics> straggler_metrics_;  // a listener of controller_, like metrics_
   std::unique_ptr<JobController> controller_;
   std::unique_ptr<Accounting> accounting_;
   std::unique_ptr<LogStore> logs_;

@@ -167,16 +167,16 @@ absl::Status AgentClient::CommitCheckpoint(int64_t step, const std::string& path
   request.set_step(step);
   request.set_pipeline_stage(stage);
   request.set_pipeline_stages(stages);
-  return Commit(std::move(request), path);
+  return Commit(std::move(request), path, nullptr);
 }
 
-absl::Status AgentClient::CommitWholeModel(int64_t step, const std::string& path, int stages) {
+absl::Status AgentClient::CommitWholeModel(const CheckpointReport& checkpoint, int stages) {
   v1::CommitCheckpointRequest request;
-  request.set_step(step);
+  request.set_step(checkpoint.step);
   request.set_pipeline_stage(0);
   request.set_pipeline_stages(stages);
   request.set_whole_model(true);
-  return Commit(std::move(request), path);
+  return Commit(std::move(request), checkpoint.path, &checkpoint);
 }
 
 absl::Status AgentClient::RetryUnavailable(const std::string& what,
@@ -212,14 +212,18 @@ absl::Status AgentClient::ReportDamaged(const v1::CheckpointInfo& checkpoint, co
                           [&](grpc::ClientContext* c) { return checkpoints_->ReportDamaged(c, request, &response); });
 }
 
-absl::Status AgentClient::Commit(v1::CommitCheckpointRequest request, const std::string& path) {
+absl::Status AgentClient::Commit(v1::CommitCheckpointRequest request, const std::string& path,
+                                 const CheckpointReport* timed) {
   ASSIGN_OR_RETURN(std::string root, CheckpointRootFor(path, checkpoint_roots_));
   ASSIGN_OR_RETURN(Manifest manifest, VerifyCheckpoint(path, root));
   request.set_job_id(job_);
   request.set_generation(generation_);
   request.set_path(path);
   request.set_rank(rank_);
-  {
+  if (timed != nullptr) {
+    request.set_write_seconds(timed->write_seconds);
+    request.set_stall_seconds(timed->stall_seconds);
+  } else {
     std::lock_guard<std::mutex> lock(mu_);
     const bool known = handed_back_ != absl::InfinitePast();
     request.set_write_seconds(known ? absl::ToDoubleSeconds(absl::Now() - handed_back_) : -1);

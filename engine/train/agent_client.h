@@ -12,7 +12,8 @@
 //
 // ReportStep never blocks the training step: it keeps the latest metrics and a
 // sender thread forwards them at most every `interval`. CommitCheckpoint is a
-// blocking call (rank 0, after a checkpoint is written). Thread-safe.
+// blocking call (rank 0's checkpoint writer thread, after a checkpoint is
+// written, while the training thread goes on). Thread-safe.
 
 #include <condition_variable>
 #include <functional>
@@ -52,8 +53,10 @@ class AgentClient {
   // reporting its step (and evaluation), then commits it.
   absl::Status CommitCheckpoint(int64_t step, const std::string& path, int stage, int stages);
   // The same for a whole-model checkpoint (this rank gathered every one of
-  // the job's `stages` pipeline stages): one commit completes it.
-  absl::Status CommitWholeModel(int64_t step, const std::string& path, int stages);
+  // the job's `stages` pipeline stages): one commit completes it. The times
+  // sent are the checkpoint's own (its background write, and the training
+  // stall: CommitCheckpointRequest.write_seconds, stall_seconds).
+  absl::Status CommitWholeModel(const CheckpointReport& checkpoint, int stages);
   // Tells the coordinator that the committed checkpoint this rank was to
   // resume from cannot be read back (`damage` says why), so that the next
   // generation resumes from another. Retried like a commit.
@@ -72,7 +75,9 @@ class AgentClient {
   AgentClient(std::string target, const std::string& secret, std::string job, int64_t generation, int rank,
               absl::Duration interval, std::vector<std::string> checkpoint_roots);
   void SendLoop();
-  absl::Status Commit(v1::CommitCheckpointRequest request, const std::string& path);
+  // `timed` null: the write time is the time since the last report, and
+  // the stall is not known.
+  absl::Status Commit(v1::CommitCheckpointRequest request, const std::string& path, const CheckpointReport* timed);
   // Runs `call` until it is answered, retrying (training paused) for up to
   // kCommitPatience while the coordinator cannot be reached.
   absl::Status RetryUnavailable(const std::string& what, const std::function<grpc::Status(grpc::ClientContext*)>& call);

@@ -180,6 +180,7 @@ TEST_F(AgentClientTest, CommitsACheckpointWithItsManifest) {
   ASSERT_EQ(commits.size(), 2u);
   EXPECT_LT(commits[0].write_seconds(), 0);  // no step reported before it: unknown
   EXPECT_GE(commits[1].write_seconds(), 0);
+  EXPECT_FALSE(commits[0].has_stall_seconds());  // a stage's commit without times: unknown
   EXPECT_EQ(commits[0].step(), 10);
   EXPECT_EQ(commits[0].path(), *path);
   EXPECT_EQ(commits[0].pipeline_stages(), 1);
@@ -236,10 +237,19 @@ TEST_F(AgentClientTest, AWholeModelCommitCoversEveryStage) {
   auto path = WriteCheckpoint(::testing::TempDir() + "/whole", 30, SmallContents(30), 0);
   ASSERT_TRUE(path.ok()) << path.status();
   auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
-  ASSERT_TRUE(client->CommitWholeModel(30, *path, 4).ok());
+  CheckpointReport checkpoint;
+  checkpoint.step = 30;
+  checkpoint.path = *path;
+  checkpoint.write_seconds = 1.5;
+  checkpoint.stall_seconds = 0.25;
+  ASSERT_TRUE(client->CommitWholeModel(checkpoint, 4).ok());
   auto commits = worker_.commits();
   ASSERT_EQ(commits.size(), 1u);
   EXPECT_TRUE(commits[0].whole_model());
+  EXPECT_EQ(commits[0].step(), 30);
+  EXPECT_EQ(commits[0].write_seconds(), 1.5);  // the background write's own time
+  ASSERT_TRUE(commits[0].has_stall_seconds());
+  EXPECT_EQ(commits[0].stall_seconds(), 0.25);
   EXPECT_EQ(commits[0].pipeline_stage(), 0);
   EXPECT_EQ(commits[0].pipeline_stages(), 4);
   EXPECT_EQ(commits[0].job_id(), "j-7");
@@ -274,7 +284,10 @@ TEST_F(AgentClientTest, PrunesOlderGenerationsOfTheSameJobOnly) {
   ASSERT_TRUE(old_path.ok() && new_path.ok() && other_job.ok());
   worker_.set_prune({*old_path, *other_job});
   auto client = AgentClient::Connect(Context(0), absl::Milliseconds(10));
-  ASSERT_TRUE(client->CommitWholeModel(20, *new_path, 1).ok());
+  CheckpointReport checkpoint;
+  checkpoint.step = 20;
+  checkpoint.path = *new_path;
+  ASSERT_TRUE(client->CommitWholeModel(checkpoint, 1).ok());
   EXPECT_FALSE(std::filesystem::exists(*old_path));
   EXPECT_FALSE(std::filesystem::exists(root + "/j-7/gen-1")) << "the emptied generation directory stays";
   EXPECT_TRUE(std::filesystem::exists(*new_path));

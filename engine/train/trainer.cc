@@ -66,6 +66,9 @@ absl::Status Trainer::Init() {
   ASSIGN_OR_RETURN(optim::LrSchedule schedule, optim::LrSchedule::Create(config_.schedule));
   schedule_.emplace(schedule);
   SetUpFlopAccounting();
+  checkpoint_schedule_ = config_.checkpoint_interval_auto           ? CheckpointSchedule::Auto(options_.auto_interval)
+              : config_.checkpoint_interval_seconds > 0 ? CheckpointSchedule::EverySeconds(config_.checkpoint_interval_seconds)
+                                                        : CheckpointSchedule::EverySteps(config_.checkpoint_interval_steps);
   if (rank() == 0) {
     spdlog::info("{}: {} parameters, {} training samples, {} steps per epoch, {} steps", config_.name,
                  model_->NumParameters(), train_data_->size(), train_loader_->batches_per_epoch(), total_steps_);
@@ -99,21 +102,52 @@ bool Trainer::EvalDue() const {
   return step_ % train_loader_->batches_per_epoch() == 0;  // end of an epoch
 }
 
-absl::StatusOr<bool> Trainer::CheckpointRequestedNow() {
-  if (!options_.checkpoint_requested || checkpoint_request_done_ || options_.checkpoint_dir.empty()) return false;
-  if (step_ % std::max<int64_t>(options_.control_interval_steps, 1) != 0) return false;
-  bool requested = options_.checkpoint_requested();
+namespace {
+double MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+absl::StatusOr<Trainer::ControlDecision> Trainer::ControlNow() {
+  ControlDecision d;
+  if (options_.checkpoint_dir.empty()) return d;
+  const bool ask = options_.checkpoint_requested && !checkpoint_request_done_;
+  if (!ask && !checkpoint_schedule_.timed()) return d;  // every rank alike: no collective
+  if (step_ % std::max<int64_t>(options_.control_interval_steps, 1) != 0) return d;
+  d.requested = ask && options_.checkpoint_requested();
+  // Time is rank 0's: it writes, its stall chose the interval, its clock counts it.
+  d.timed = rank() == 0 && checkpoint_schedule_.DueAt(MonotonicSeconds());
   if (distributed()) {
-    if (!control_flag_.defined()) control_flag_ = backend_->Zeros({1});
-    backend_->Fill(control_flag_, requested ? 1.0f : 0.0f);
+    if (!control_flag_.defined()) control_flag_ = backend_->Zeros({2});
+    Tensor mine = Tensor::Zeros({2}, DType::kF32);
+    mine.f32()[0] = d.requested ? 1.0f : 0.0f;
+    mine.f32()[1] = d.timed ? 1.0f : 0.0f;
+    CopyIntoLive(mine, control_flag_);
     RETURN_IF_ERROR(world_->AllReduce(control_flag_, dist::ReduceOp::kSum));
-    requested = HostCopy(control_flag_).f32()[0] > 0.0f;
+    const Tensor all = HostCopy(control_flag_);
+    d.requested = all.f32()[0] > 0.0f;
+    d.timed = all.f32()[1] > 0.0f;
   }
-  checkpoint_request_done_ = requested;
-  return requested;
+  checkpoint_request_done_ = checkpoint_request_done_ || d.requested;
+  return d;
 }
 
+bool Trainer::CheckpointDue() const { return checkpoint_schedule_.DueAtStep(step_); }
+
 absl::Status Trainer::Run() {
+  absl::Status status = TrainLoop();
+  // Never return while a checkpoint is being written: a stop's or a drain's
+  // checkpoint is committed first. The writer's error wins over a stop
+  // (CANCELLED) or a finished run; another error is reported, the writer's
+  // logged.
+  absl::Status written = writer_ != nullptr ? writer_->Wait() : absl::OkStatus();
+  if (written.ok()) return status;
+  if (status.ok() || status.code() == absl::StatusCode::kCancelled) return written;
+  spdlog::error("checkpoint write failed: {}", written.ToString());
+  return status;
+}
+
+absl::Status Trainer::TrainLoop() {
   if (!options_.checkpoint_dir.empty()) {
     absl::StatusOr<int64_t> resumed = Resume();
     if (resumed.ok()) {
@@ -129,11 +163,13 @@ absl::Status Trainer::Run() {
   };
   int64_t run_steps = 0;
   bool evaluated_last = false;
+  checkpoint_schedule_.Start(MonotonicSeconds());  // the first interval counts from here
   SetTrainingPhase("between steps");
   while (step_ < total_steps_) {
     if (options_.max_steps_this_run >= 0 && run_steps >= options_.max_steps_this_run) return absl::OkStatus();
     ASSIGN_OR_RETURN(StepReport report, Step());
     ++run_steps;
+    if (writer_ != nullptr) RETURN_IF_ERROR(writer_->Poll());  // a background write failed
     if (options_.on_step) options_.on_step(report);
     evaluated_last = false;
     if (EvalDue() || step_ == total_steps_) {
@@ -141,13 +177,16 @@ absl::Status Trainer::Run() {
       RETURN_IF_ERROR(report_eval());
       evaluated_last = true;
     }
-    bool checkpoint_due = config_.checkpoint_interval_steps > 0 && step_ % config_.checkpoint_interval_steps == 0;
-    ASSIGN_OR_RETURN(const bool requested, CheckpointRequestedNow());
+    ASSIGN_OR_RETURN(const ControlDecision control, ControlNow());
+    const bool requested = control.requested;
     if (requested && rank() == 0) spdlog::info("step {}: a checkpoint was requested (a node is being drained)", step_);
-    if (!options_.checkpoint_dir.empty() && (checkpoint_due || requested || step_ == total_steps_)) {
-      ScopedTrainingPhase phase("checkpoint save and commit");
-      ASSIGN_OR_RETURN(std::string path, SaveCheckpoint());
-      if (rank() == 0 && options_.on_checkpoint) RETURN_IF_ERROR(options_.on_checkpoint(step_, path));
+    if (!options_.checkpoint_dir.empty() && (CheckpointDue() || control.timed || requested || step_ == total_steps_)) {
+      // A drain's checkpoint and the final one are committed before going on.
+      RETURN_IF_ERROR(TakeCheckpoint(/*wait=*/requested || step_ == total_steps_));
+      checkpoint_schedule_.Checkpointed(MonotonicSeconds(), last_checkpoint_stall_seconds());
+      if (rank() == 0 && checkpoint_schedule_.timed()) {
+        spdlog::info("checkpoint interval: {}", checkpoint_schedule_.interval().why());
+      }
     }
     if (options_.should_stop && options_.should_stop()) {
       return absl::CancelledError(absl::StrCat("stopped at step ", step_, " at the coordinator's request"));

@@ -22,10 +22,14 @@
 // resumes from it by taking its own part. Every rank calls Run() (or Step,
 // Evaluate, SaveCheckpoint) together: they are collective.
 //
-// Not thread-safe: one thread drives it.
+// Not thread-safe: one thread drives it. Rank 0 writes and commits its
+// checkpoints on a background thread of its own (CheckpointWriter), from a
+// host snapshot, at most one at a time; Run never returns while one is in
+// flight.
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +53,9 @@
 #include "engine/parallel/grid.h"
 #include "engine/parallel/pipeline.h"
 #include "engine/parallel/zero.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/train/checkpoint_schedule.h"
+#include "engine/train/checkpoint_writer.h"
 #include "engine/train/device_step.h"
 #include "engine/train/step_graph_runner.h"
 #include "engine/train/trainer_config.h"
@@ -87,6 +94,31 @@ struct EvalReport {
   double accuracy = -1;   // classifiers: fraction correct; language models: -1
   int64_t samples = 0;
 };
+
+// A checkpoint rank 0 wrote (TrainerOptions::on_checkpoint).
+struct CheckpointReport {
+  int64_t step = 0;
+  std::string path;
+  // Seconds the background writer took to write and fsync the files (not
+  // the commit); the training thread did not wait for them.
+  double write_seconds = 0;
+  // Seconds the training thread was blocked for this checkpoint: the
+  // gathers, the host snapshot and any wait for the previous checkpoint's
+  // write and commit.
+  double stall_seconds = 0;
+};
+
+// A job's training and held-out data sets.
+struct TrainingData {
+  std::shared_ptr<const Dataset> train;
+  std::shared_ptr<const Dataset> eval;
+};
+
+// Loads the data sets config.data names (beneath config.data.root). Input
+// that is missing or malformed is INVALID_ARGUMENT naming data.path (the
+// job's mistake: no restart can fix it). Needs no world: a rank loads while
+// it joins (TrainerOptions::preloaded_data).
+absl::StatusOr<TrainingData> LoadTrainingData(const TrainerConfig& config);
 
 struct TrainerOptions {
   // Where checkpoints are written and resumed from; empty: no checkpoints.
@@ -129,8 +161,18 @@ struct TrainerOptions {
   // (the coordinator assigned it; common/rank_layout.h). Distributed only.
   parallel::GridCoord coord;
   // Rank 0, after each checkpoint is written (e.g. commit it to the
-  // coordinator); an error stops Run with it.
-  std::function<absl::Status(int64_t step, const std::string& path)> on_checkpoint;
+  // coordinator). Called on the checkpoint writer's thread while training
+  // goes on (async_checkpoints), one checkpoint at a time, in step order; an
+  // error stops Run with it.
+  std::function<absl::Status(const CheckpointReport&)> on_checkpoint;
+  // Rank 0 writes and commits checkpoints in the background, from a host
+  // snapshot, while training goes on (trainer_checkpoint.cc). false: the
+  // training thread writes and commits each one itself (the synchronous
+  // save the benchmark compares with).
+  bool async_checkpoints = true;
+  // Tests: called on the writer's thread before it writes a checkpoint (e.g.
+  // blocked on a latch, to make a write slow).
+  std::function<void(int64_t step)> before_checkpoint_write;
   // Checked after every step; true stops Run with CANCELLED (the coordinator
   // asked the job to stop).
   std::function<bool()> should_stop;
@@ -140,7 +182,18 @@ struct TrainerOptions {
   // node of the job and moves it once the checkpoint is committed). Unset:
   // no collective. Every rank must set it, or none.
   std::function<bool()> checkpoint_requested;
+  // Every this many steps the ranks agree (one all-reduce) on a requested
+  // checkpoint and on a timed one (checkpoint.interval_seconds or auto: rank
+  // 0's clock and stall decide).
   int64_t control_interval_steps = 10;
+  // checkpoint.interval auto: the coordinator's failure estimate and bounds
+  // (RankContext.auto_interval); unset: the defaults of
+  // common/checkpoint_interval.h.
+  v1::AutoIntervalInputs auto_interval;
+  // LoadTrainingData(config) started earlier (e.g. while the rank joins its
+  // world, which takes as long as the slowest rank's start); invalid: Create
+  // loads the data itself.
+  std::shared_future<absl::StatusOr<TrainingData>> preloaded_data;
   // Tests: makes the backend instead of CreateBackend(config) (e.g. a
   // Storage16Backend, which holds activations in 16 bits on the host).
   std::function<absl::StatusOr<std::unique_ptr<Backend>>(const TrainerConfig&)> make_backend;
@@ -162,7 +215,8 @@ class Trainer {
   // Evaluates on the held-out data (no state changes). Distributed: collective;
   // rank 0 evaluates, the others return a report with samples == 0.
   absl::StatusOr<EvalReport> Evaluate();
-  // Writes a checkpoint of the current step; returns its path.
+  // Writes a checkpoint of the current step and returns its path (rank 0; the
+  // others ""), synchronously, without on_checkpoint. Collective.
   absl::StatusOr<std::string> SaveCheckpoint();
   // Loads options.resume_from, else the newest good checkpoint of
   // options.checkpoint_dir; returns its step, or NOT_FOUND when there is none.
@@ -177,12 +231,18 @@ class Trainer {
   const optim::LossScaler& loss_scaler() const { return scaler_; }
   // CUDA: whether the steps now replay a captured graph (StepGraphRunner).
   bool step_graphed() const { return step_graphs_ != nullptr && step_graphs_->captured(); }
+  // Seconds the training thread was blocked by the last checkpoint Run took
+  // (rank 0: CheckpointReport::stall_seconds, and with async_checkpoints
+  // false the commit too; the other ranks: the gathers); 0 before the first.
+  double last_checkpoint_stall_seconds() const { return last_checkpoint_stall_seconds_; }
+  // When periodic checkpoints are due, and the interval in force with why.
+  const CheckpointSchedule& checkpoint_schedule() const { return checkpoint_schedule_; }
 
  private:
   Trainer(const TrainerConfig& config, TrainerOptions options);
   absl::Status Init();
-  absl::Status LoadData();      // LoadDatasets, a bad input refused as INVALID_ARGUMENT
-  absl::Status LoadDatasets();
+  // train_data_ and eval_data_: options.preloaded_data, else LoadTrainingData.
+  absl::Status LoadData();
   // The data x pipeline layout for the world, and the BatchNorm ghost batch.
   absl::Status ResolveLayout();
   // Grid, pipeline stage, data parallelism and the optimizer (trainer_dist.cc).
@@ -190,12 +250,34 @@ class Trainer {
   bool IsLanguageModel() const { return config_.model.kind == nn::ModelKind::kGpt; }
   bool distributed() const { return world_ != nullptr && world_->size() > 1; }
   bool EvalDue() const;
+  // Whether the checkpoint interval calls for a checkpoint at this step.
+  bool CheckpointDue() const;
+  // Run's loop; Run waits for the checkpoint writer after it.
+  absl::Status TrainLoop();
+  // Run's checkpoint at this step (trainer_checkpoint.cc): snapshot, then
+  // written and committed in the background (or here, synchronously);
+  // `wait` also waits for its commit (a drain's, the final one).
+  absl::Status TakeCheckpoint(bool wait);
+  // The collective gathers, then (rank 0) a host snapshot of the state to
+  // write: nothing in it is shared with the live tensors.
+  // `copy` false: the live CPU tensors themselves (a synchronous save).
+  absl::StatusOr<CheckpointContents> SnapshotCheckpoint(bool copy);
+  // Writes `contents` of step `step` (rank 0); returns the path. Reads only
+  // what Create set: safe on the writer's thread.
+  absl::StatusOr<std::string> WriteSnapshot(int64_t step, const CheckpointContents& contents) const;
+  // Writes, then calls on_checkpoint with `report` completed (the writer's
+  // thread, or the training thread when `synchronous`).
+  absl::Status WriteAndCommit(CheckpointReport report, const CheckpointContents& contents, bool synchronous) const;
   // rank_flops_per_step_ and peak_flops_, for the MFU the step reports carry.
   void SetUpFlopAccounting();
-  // Whether the ranks agree to write a checkpoint now because
-  // options.checkpoint_requested said so (collective every
-  // control_interval_steps steps).
-  absl::StatusOr<bool> CheckpointRequestedNow();
+  // What the ranks agree on every control_interval_steps steps (one
+  // collective): a checkpoint options.checkpoint_requested asked for (a
+  // drain), and a timed one due by rank 0's schedule.
+  struct ControlDecision {
+    bool requested = false;
+    bool timed = false;
+  };
+  absl::StatusOr<ControlDecision> ControlNow();
   // The step (trainer_step.cc). StepScaler over this rank's part of the
   // gradients (host or device); Spread says which part and over which groups.
   absl::Status InitStepScaler();
@@ -240,6 +322,9 @@ class Trainer {
   absl::StatusOr<Batch> ToBackend(const Batch& batch);
   optim::DeviceZerosFn DeviceZeros();
   Tensor HostCopy(const Tensor& t);
+  // A host copy of `t` in snapshot buffer `slot` (reused from one checkpoint
+  // to the next): only while no write of the previous snapshot is in flight.
+  Tensor SnapshotCopy(const Tensor& t, size_t slot);
   void CopyIntoLive(const Tensor& host, const Tensor& live);
 
   TrainerConfig config_;
@@ -275,8 +360,15 @@ class Trainer {
   double peak_flops_ = 0;             // its device's dense peak; 0: unknown
   int64_t step_ = 0;
   int64_t total_steps_ = 0;
-  Tensor control_flag_;             // one f32 on the backend: the request, summed over the world
+  Tensor control_flag_;             // two f32 on the backend: the request and the timed due, summed
+  CheckpointSchedule checkpoint_schedule_;  // periodic checkpoints (Init, from the config)
   bool checkpoint_request_done_ = false;
+  double last_checkpoint_stall_seconds_ = 0;
+  // Rank 0: the host memory of the last snapshot (checkpoint-sized), reused.
+  std::vector<Tensor> snapshot_buffers_;
+  // Rank 0 with async_checkpoints: the background writer. Last, so that it
+  // is destroyed (waiting for its write) before what the write uses.
+  std::unique_ptr<CheckpointWriter> writer_;
 };
 
 }  // namespace ringmaster::engine

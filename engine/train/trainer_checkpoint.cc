@@ -6,9 +6,24 @@
 // step, the optimizer's step count, the loss scaler and the data-loader
 // position. Distributed, rank 0 gathers all of it and writes; every rank
 // resumes by reading the checkpoint and taking its own part, so a checkpoint
-// does not depend on the data x pipeline layout that wrote it. Tensors are
-// written as they are on the CPU (no copy): the write finishes before the
-// next step changes them; CUDA tensors are copied to the host first.
+// does not depend on the data x pipeline layout that wrote it.
+//
+// Checkpoints do not stop training (Run, TakeCheckpoint): every rank takes
+// part in the gathers, then rank 0 snapshots what it writes (CPU: a copy of
+// each tensor; CUDA: a copy in pageable host memory, ToHost) and hands the
+// snapshot to its one background writer (CheckpointWriter), which writes,
+// fsyncs and commits (on_checkpoint) while the next steps run. The files are
+// byte for byte what a synchronous save of that step writes, through the same
+// WriteCheckpoint (its commit protocol and crash safety unchanged). At most
+// one checkpoint is in flight: the next waits for the previous one's write
+// and commit. A drain's checkpoint and the final one wait for their own
+// commit; Run never returns while a write is in flight. A failed write or
+// commit fails Run at the next step (or checkpoint, or the end) with its
+// error. The training stall (gathers, snapshot, any wait for the previous
+// one) is measured and sent with the commit (CheckpointReport). A
+// synchronous SaveCheckpoint (and async_checkpoints false) writes the live
+// CPU tensors without a copy: the write ends before the next step changes
+// them.
 // A parameter padded with rows of its own (Parameter::real_rows: the GPT's
 // vocabulary) is written with its real rows alone, and so is its optimizer
 // state: the checkpoint has PyTorch's shapes; resuming pads them again.
@@ -16,8 +31,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/train/state_dump.h"
 #include "engine/train/trainer.h"
 #include "spdlog/spdlog.h"
 
@@ -72,17 +89,22 @@ absl::Status CheckSameLayout(const std::string& name, const Tensor& src, const T
 
 }  // namespace
 
-absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
+absl::StatusOr<CheckpointContents> Trainer::SnapshotCheckpoint(bool copy) {
   RETURN_IF_ERROR(GatherModel());
   CheckpointContents contents;
   ASSIGN_OR_RETURN(contents.optimizer, GatherOptimizerState());
-  if (rank() != 0) return std::string();
+  if (rank() != 0) return contents;
+  // On a device every tensor gathered is a host copy already (the
+  // optimizer's StateTensors too); on the CPU they are the live tensors.
+  size_t slot = 0;
+  auto host = [&](const Tensor& t) { return copy ? SnapshotCopy(t, slot++) : HostCopy(t); };
   const ParameterList params = model_->Parameters();
-  for (Parameter* p : params) contents.model.emplace_back(p->name, HostCopy(RealRows(*p, p->value)));
-  for (Buffer* b : model_->Buffers()) contents.model.emplace_back(b->name, HostCopy(b->value));
+  for (Parameter* p : params) contents.model.emplace_back(p->name, host(RealRows(*p, p->value)));
+  for (Buffer* b : model_->Buffers()) contents.model.emplace_back(b->name, host(b->value));
   for (auto& [name, t] : contents.optimizer) {
     const Parameter* owner = StateOwner(params, name);
     if (owner != nullptr && owner->real_rows >= 0 && t.shape() == owner->value.shape()) t = t.Rows(0, owner->real_rows);
+    if (copy && !on_device()) t = SnapshotCopy(t, slot++);
   }
   optim::LossScalerState scaler = scaler_.State();
   contents.state = {
@@ -94,11 +116,65 @@ absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
       {"skipped_steps", absl::StrCat(scaler.skipped_steps)},
       {"data_loader", train_loader_->State().Encode()},
   };
+  return contents;
+}
+
+absl::StatusOr<std::string> Trainer::WriteSnapshot(int64_t step, const CheckpointContents& contents) const {
   const int keep = options_.resume_from.has_value() ? 0 : config_.checkpoint_keep;
   ASSIGN_OR_RETURN(std::string root, CheckpointRootFor(options_.checkpoint_dir, options_.checkpoint_roots));
-  ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(options_.checkpoint_dir, step_, contents, keep, root));
+  return WriteCheckpoint(options_.checkpoint_dir, step, contents, keep, root);
+}
+
+absl::StatusOr<std::string> Trainer::SaveCheckpoint() {
+  ASSIGN_OR_RETURN(CheckpointContents contents, SnapshotCheckpoint(/*copy=*/false));
+  if (rank() != 0) return std::string();
+  ASSIGN_OR_RETURN(std::string path, WriteSnapshot(step_, contents));
   spdlog::info("checkpoint step {} written to {}", step_, path);
   return path;
+}
+
+absl::Status Trainer::WriteAndCommit(CheckpointReport report, const CheckpointContents& contents,
+                                     bool synchronous) const {
+  if (options_.before_checkpoint_write) options_.before_checkpoint_write(report.step);
+  const absl::Time began = absl::Now();
+  ASSIGN_OR_RETURN(report.path, WriteSnapshot(report.step, contents));
+  report.write_seconds = absl::ToDoubleSeconds(absl::Now() - began);
+  // Synchronous: training waited for the write too (the commit, made inside
+  // on_checkpoint, cannot count itself).
+  if (synchronous) report.stall_seconds += report.write_seconds;
+  spdlog::info("checkpoint step {} written to {} ({:.3f} s writing, {:.3f} s training stall)", report.step,
+               report.path, report.write_seconds, report.stall_seconds);
+  if (options_.on_checkpoint) RETURN_IF_ERROR(options_.on_checkpoint(report));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::TakeCheckpoint(bool wait) {
+  ScopedTrainingPhase phase("checkpoint snapshot");
+  const absl::Time began = absl::Now();
+  const bool async = options_.async_checkpoints && rank() == 0;
+  if (async && writer_ == nullptr) writer_ = std::make_unique<CheckpointWriter>();
+  // The newer checkpoint waits for the older one's write and commit.
+  if (async) RETURN_IF_ERROR(writer_->Wait());
+  ASSIGN_OR_RETURN(CheckpointContents contents, SnapshotCheckpoint(/*copy=*/async));
+  last_checkpoint_stall_seconds_ = absl::ToDoubleSeconds(absl::Now() - began);  // the other ranks: the gathers
+  if (rank() != 0) return absl::OkStatus();
+  CheckpointReport report;
+  report.step = step_;
+  report.stall_seconds = last_checkpoint_stall_seconds_;
+  if (!async) {
+    ScopedTrainingPhase writing("checkpoint save and commit");
+    RETURN_IF_ERROR(WriteAndCommit(report, contents, /*synchronous=*/true));
+    last_checkpoint_stall_seconds_ = absl::ToDoubleSeconds(absl::Now() - began);
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(writer_->Start([this, report, contents = std::move(contents)] {
+    return WriteAndCommit(report, contents, /*synchronous=*/false);
+  }));
+  if (wait) {
+    ScopedTrainingPhase committing("checkpoint commit (waited for)");
+    RETURN_IF_ERROR(writer_->Wait());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> Trainer::Resume() {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec.h"
 #include "common/status_macros.h"
 
 namespace ringmaster::engine {
@@ -175,6 +176,8 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromSpec(const JobSpec& spec) {
   config.eval_interval_steps = training.eval_interval_steps();
   config.log_interval_steps = training.log_interval_steps();
   config.checkpoint_interval_steps = spec.checkpoint().interval_steps();
+  config.checkpoint_interval_seconds = spec.checkpoint().interval_seconds();
+  config.checkpoint_interval_auto = spec.checkpoint().interval() == kCheckpointIntervalAuto;
   config.checkpoint_keep = spec.checkpoint().keep();
   config.threads = spec.resources().cpus_per_rank();
   config.device = spec.resources().device() == v1::ResourceSpec::CUDA ? Device::kCuda : Device::kCpu;

@@ -77,6 +77,10 @@ struct TrainerConfig {
   int64_t eval_interval_steps = 0;  // 0: at the end of every epoch
   int64_t log_interval_steps = 50;
   int64_t checkpoint_interval_steps = 0;  // 0: only at the end
+  // checkpoint.interval_seconds (> 0), or interval auto (the Young-Daly
+  // interval: TrainerOptions::auto_interval); either replaces the steps.
+  double checkpoint_interval_seconds = 0;
+  bool checkpoint_interval_auto = false;
   int checkpoint_keep = 3;
   int threads = 0;  // CPU backend threads; 0: all cores  // Where the rank trains: the CPU backend, or one CUDA device (resources.device).
   Device device = Device::kCpu;

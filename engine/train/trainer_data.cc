@@ -22,48 +22,63 @@ absl::Status RejectedInput(const absl::Status& status) {
   return absl::InvalidArgumentError(absl::StrCat("data.path: ", status.message()));
 }
 
-}  // namespace
-
-absl::Status Trainer::LoadData() {
-  return RejectedInput(LoadDatasets());
-}
-
-absl::Status Trainer::LoadDatasets() {
-  const DataConfig& data = config_.data;
+absl::StatusOr<TrainingData> LoadTrainingDataUnchecked(const TrainerConfig& config) {
+  const DataConfig& data = config.data;
+  TrainingData out;
   switch (data.kind) {
     case DatasetKind::kFashionMnist: {
       ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> train,
                        LoadFashionMnist(data.path, FashionMnistSplit::kTrain, data.root));
       ASSIGN_OR_RETURN(std::unique_ptr<ImageDataset> test,
                        LoadFashionMnist(data.path, FashionMnistSplit::kTest, data.root));
-      train_data_ = std::move(train);
-      eval_data_ = std::move(test);
-      return absl::OkStatus();
+      out.train = std::move(train);
+      out.eval = std::move(test);
+      return out;
     }
     case DatasetKind::kText: {
       ByteTextOptions options;
-      options.context = config_.model.block_size;
+      options.context = config.model.block_size;
       options.held_out_fraction = data.holdout_fraction;
       ASSIGN_OR_RETURN(ByteTextSplits splits, LoadByteText(data.path, options, data.root));
-      train_data_ = std::move(splits.train);
-      eval_data_ = std::move(splits.held_out);
-      return absl::OkStatus();
+      out.train = std::move(splits.train);
+      out.eval = std::move(splits.held_out);
+      return out;
     }
     case DatasetKind::kSynthetic: {
       int64_t n = data.synthetic_samples;
       int64_t eval_n = std::max<int64_t>(n / 10, 1);
-      if (IsLanguageModel()) {
-        int vocab = static_cast<int>(config_.model.vocab_size);
-        train_data_ = std::make_shared<SyntheticTokenDataset>(n, data.seed, config_.model.block_size, vocab);
-        eval_data_ = std::make_shared<SyntheticTokenDataset>(eval_n, data.seed + 1, config_.model.block_size, vocab);
+      if (config.model.kind == nn::ModelKind::kGpt) {
+        int vocab = static_cast<int>(config.model.vocab_size);
+        out.train = std::make_shared<SyntheticTokenDataset>(n, data.seed, config.model.block_size, vocab);
+        out.eval = std::make_shared<SyntheticTokenDataset>(eval_n, data.seed + 1, config.model.block_size, vocab);
       } else {
-        train_data_ = std::make_shared<SyntheticImageDataset>(n, data.seed);
-        eval_data_ = std::make_shared<SyntheticImageDataset>(eval_n, data.seed + 1);
+        out.train = std::make_shared<SyntheticImageDataset>(n, data.seed);
+        out.eval = std::make_shared<SyntheticImageDataset>(eval_n, data.seed + 1);
       }
-      return absl::OkStatus();
+      return out;
     }
   }
   return absl::InvalidArgumentError("data.dataset: unknown");
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingData> LoadTrainingData(const TrainerConfig& config) {
+  absl::StatusOr<TrainingData> data = LoadTrainingDataUnchecked(config);
+  if (!data.ok()) return RejectedInput(data.status());
+  return data;
+}
+
+absl::Status Trainer::LoadData() {
+  TrainingData data;
+  if (options_.preloaded_data.valid()) {
+    ASSIGN_OR_RETURN(data, options_.preloaded_data.get());
+  } else {
+    ASSIGN_OR_RETURN(data, LoadTrainingData(config_));
+  }
+  train_data_ = std::move(data.train);
+  eval_data_ = std::move(data.eval);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EvalReport> Trainer::Evaluate() {

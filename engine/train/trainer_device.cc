@@ -62,6 +62,22 @@ Tensor Trainer::HostCopy(const Tensor& t) {
   return backend_->ToHost(t);
 }
 
+Tensor Trainer::SnapshotCopy(const Tensor& t, size_t slot) {
+  // The previous snapshot's memory, already paged in: a fresh allocation
+  // would fault in every page during the copy, which is most of its time.
+  if (snapshot_buffers_.size() <= slot) snapshot_buffers_.resize(slot + 1);
+  Tensor& buffer = snapshot_buffers_[slot];
+  if (!buffer.defined() || buffer.shape() != t.shape() || buffer.dtype() != t.dtype()) {
+    buffer = Tensor::Empty(t.shape(), t.dtype());  // pageable host memory, not pinned
+  }
+  if (t.device() != Device::kCpu) {
+    backend_->CopyToHost(t, buffer);
+  } else {
+    std::memcpy(buffer.raw(), t.raw(), t.bytes());
+  }
+  return buffer;
+}
+
 void Trainer::CopyIntoLive(const Tensor& host, const Tensor& live) {
   if (live.device() == Device::kCpu) {
     std::memcpy(live.raw(), host.raw(), live.bytes());

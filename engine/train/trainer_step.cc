@@ -88,11 +88,15 @@ absl::Status Trainer::StepBody(const Batch& batch, StepReport& report) {
   const parallel::GradSpread spread = Spread();
   if (config_.loss_scaler.enabled) backend_->NonFiniteCheck(spread.grads, step_scaler_->flag());
   RETURN_IF_ERROR(step_scaler_->LocalSumSquares());
+  // These collectives wait for the slowest rank too: communication, not the
+  // rank's own work (the coordinator's straggler detection tells them apart).
+  const auto collectives = std::chrono::steady_clock::now();
   for (dist::ProcessGroup* group : spread.groups) {
     RETURN_IF_ERROR(step_scaler_->SumSquaresOverRanks(
         group->size(), [group](const Tensor& in, const Tensor& out) { return group->AllGather(in, out); }));
   }
   if (config_.loss_scaler.enabled) RETURN_IF_ERROR(parallel::SumOverGroups(spread.groups, step_scaler_->flag()));
+  report.comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - collectives).count();
   RETURN_IF_ERROR(step_scaler_->Decide(config_.grad_clip_norm));
   // On the device the update always runs and does nothing when the step is
   // skipped (ZeRO-1 still gathers the unchanged values).
@@ -133,7 +137,9 @@ absl::StatusOr<StepReport> Trainer::Step() {
 
   const bool read_loss = LossReadDue();
   if (read_loss && grid_ != nullptr && grid_->layout().data() > 1) {
+    const auto reduce = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(grid_->data_group().AllReduce(step_loss_, dist::ReduceOp::kAvg));
+    report.comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce).count();
   }
   RETURN_IF_ERROR(backend_->Synchronize());  // CUDA: the step's one synchronisation; op errors surface here
   if (read_loss) {

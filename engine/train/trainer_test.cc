@@ -313,8 +313,8 @@ TEST(TrainerTest, ARequestedCheckpointIsWrittenByEveryRankAtTheSameStep) {
       options.on_step = [&](const StepReport& report) { step = report.step; };
       // Only rank 1 hears of it, from step 7 on.
       options.checkpoint_requested = [&, r] { return r == 1 && step >= 7; };
-      options.on_checkpoint = [&](int64_t at, const std::string&) {
-        written.push_back(at);
+      options.on_checkpoint = [&](const CheckpointReport& checkpoint) {
+        written.push_back(checkpoint.step);
         return absl::OkStatus();
       };
       auto trainer = Trainer::Create(config, options);
@@ -326,6 +326,61 @@ TEST(TrainerTest, ARequestedCheckpointIsWrittenByEveryRankAtTheSameStep) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(written, (std::vector<int64_t>{10, 30}));  // at the next control step after 7, and at the end
   EXPECT_TRUE(std::filesystem::exists(dir + "/step-000000010"));
+}
+
+// Rank 0's checkpoint steps of a 2-rank run of `config` (15 steps, the
+// control collective every 5).
+std::vector<int64_t> TimedCheckpointSteps(const TrainerConfig& config, const v1::AutoIntervalInputs& auto_interval,
+                                          const std::string& name) {
+  const std::string dir = FreshDir(name);
+  auto world = dist::InProcessWorld::Create(2, {name, absl::Seconds(60)});
+  std::vector<int64_t> written;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<dist::InProcessGroup> group = world->Group(r);
+      TrainerOptions options;
+      options.world = group.get();
+      options.coord = {r, 0};
+      options.checkpoint_dir = dir;
+      options.control_interval_steps = 5;
+      options.auto_interval = auto_interval;
+      options.on_checkpoint = [&](const CheckpointReport& checkpoint) {
+        written.push_back(checkpoint.step);
+        return absl::OkStatus();
+      };
+      auto trainer = Trainer::Create(config, options);
+      ASSERT_TRUE(trainer.ok()) << trainer.status();
+      absl::Status s = (*trainer)->Run();
+      EXPECT_TRUE(s.ok()) << s;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return written;
+}
+
+// checkpoint.interval_seconds and auto: rank 0's clock decides, every rank
+// checkpoints at the same control step (a rank that disagreed would hang in
+// the gathers).
+TEST(TrainerTest, TimedCheckpointsComeAtControlStepsAgreedByEveryRank) {
+  TrainerConfig config = MlpFp16Config();
+  config.steps = 15;
+  config.parallel.data = 2;
+  config.threads = 1;
+  config.checkpoint_interval_seconds = 1e-9;  // due at every control step
+  EXPECT_EQ(TimedCheckpointSteps(config, {}, "timed-often"), (std::vector<int64_t>{5, 10, 15}));
+  config.checkpoint_interval_seconds = 1e9;  // never: the final one only
+  EXPECT_EQ(TimedCheckpointSteps(config, {}, "timed-never"), (std::vector<int64_t>{15}));
+  config.checkpoint_interval_seconds = 0;
+  config.checkpoint_interval_auto = true;
+  v1::AutoIntervalInputs bounds;  // the interval is held to (0, 1 ns]
+  bounds.set_mtbf_seconds(3600);
+  bounds.set_min_seconds(1e-9);
+  bounds.set_max_seconds(1e-9);
+  EXPECT_EQ(TimedCheckpointSteps(config, bounds, "auto-often"), (std::vector<int64_t>{5, 10, 15}));
+  bounds.set_min_seconds(1e9);
+  bounds.set_max_seconds(1e9);
+  EXPECT_EQ(TimedCheckpointSteps(config, bounds, "auto-never"), (std::vector<int64_t>{15}));
 }
 
 // Each step report carries this rank's model FLOPs (as `ringmaster plan`
