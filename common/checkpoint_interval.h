@@ -24,7 +24,7 @@ namespace ringmaster {
 
 // The defaults of the coordinator's flags and of a rank started by hand.
 inline constexpr double kDefaultMtbfPriorSeconds = 4 * 3600;       // --checkpoint-mtbf-prior
-inline constexpr double kDefaultIntervalMinSeconds = 10;            // --checkpoint-interval-min
+inline constexpr double kDefaultIntervalMinSeconds = 2;             // --checkpoint-interval-min
 inline constexpr double kDefaultIntervalMaxSeconds = 3600;          // --checkpoint-interval-max
 inline constexpr double kDefaultNodeFailureWindowSeconds = 24 * 3600;  // --checkpoint-failure-window
 

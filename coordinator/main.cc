@@ -49,7 +49,7 @@ struct Flags {
   std::string drain_checkpoint_timeout = "5m";
   std::string quarantine_window = "1h";
   std::string straggler_move_window = "30m";
-  std::string checkpoint_interval_min = "10s";
+  std::string checkpoint_interval_min = "2s";
   std::string checkpoint_interval_max = "1h";
   std::string checkpoint_mtbf_prior = "4h";
   std::string checkpoint_failure_window = "24h";

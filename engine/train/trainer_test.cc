@@ -4,8 +4,10 @@
 // skips the step and halves the loss scale — also with the gradients spread
 // over ZeRO-1 shards and pipeline stages, through the same step loop and
 // scaler sequence the CUDA trainer runs.
+#include <array>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -290,48 +292,11 @@ TEST(TrainerTest, ResumeChecksTheCoordinatorsRecordBeneathTheRoot) {
   EXPECT_NE(damage.message().find("but the coordinator recorded"), std::string::npos) << damage;
 }
 
-// A drain's "checkpoint now" reaches one rank; every rank agrees at the next
-// control step and they write one checkpoint there, once.
-TEST(TrainerTest, ARequestedCheckpointIsWrittenByEveryRankAtTheSameStep) {
-  TrainerConfig config = MlpFp16Config();
-  config.steps = 30;
-  config.parallel.data = 2;
-  config.threads = 1;
-  const std::string dir = FreshDir("requested");
-  auto world = dist::InProcessWorld::Create(2, {"drain", absl::Seconds(60)});
-  std::vector<int64_t> written;  // rank 0's checkpoint steps
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      std::unique_ptr<dist::InProcessGroup> group = world->Group(r);
-      int64_t step = 0;
-      TrainerOptions options;
-      options.world = group.get();
-      options.coord = {r, 0};
-      options.checkpoint_dir = dir;
-      options.control_interval_steps = 5;
-      options.on_step = [&](const StepReport& report) { step = report.step; };
-      // Only rank 1 hears of it, from step 7 on.
-      options.checkpoint_requested = [&, r] { return r == 1 && step >= 7; };
-      options.on_checkpoint = [&](const CheckpointReport& checkpoint) {
-        written.push_back(checkpoint.step);
-        return absl::OkStatus();
-      };
-      auto trainer = Trainer::Create(config, options);
-      ASSERT_TRUE(trainer.ok()) << trainer.status();
-      absl::Status s = (*trainer)->Run();
-      EXPECT_TRUE(s.ok()) << s;
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(written, (std::vector<int64_t>{10, 30}));  // at the next control step after 7, and at the end
-  EXPECT_TRUE(std::filesystem::exists(dir + "/step-000000010"));
-}
-
-// Rank 0's checkpoint steps of a 2-rank run of `config` (15 steps, the
-// control collective every 5).
-std::vector<int64_t> TimedCheckpointSteps(const TrainerConfig& config, const v1::AutoIntervalInputs& auto_interval,
-                                          const std::string& name) {
+// Rank 0's checkpoint steps of a 2-rank run of `config` in a fresh `name`
+// directory (the control collective every 5 steps), each rank's options
+// completed by `customize`.
+std::vector<int64_t> RankZeroCheckpointSteps(const TrainerConfig& config, const std::string& name,
+                                             const std::function<void(int rank, TrainerOptions&)>& customize) {
   const std::string dir = FreshDir(name);
   auto world = dist::InProcessWorld::Create(2, {name, absl::Seconds(60)});
   std::vector<int64_t> written;
@@ -344,11 +309,11 @@ std::vector<int64_t> TimedCheckpointSteps(const TrainerConfig& config, const v1:
       options.coord = {r, 0};
       options.checkpoint_dir = dir;
       options.control_interval_steps = 5;
-      options.auto_interval = auto_interval;
       options.on_checkpoint = [&](const CheckpointReport& checkpoint) {
         written.push_back(checkpoint.step);
         return absl::OkStatus();
       };
+      customize(r, options);
       auto trainer = Trainer::Create(config, options);
       ASSERT_TRUE(trainer.ok()) << trainer.status();
       absl::Status s = (*trainer)->Run();
@@ -357,6 +322,30 @@ std::vector<int64_t> TimedCheckpointSteps(const TrainerConfig& config, const v1:
   }
   for (std::thread& t : threads) t.join();
   return written;
+}
+
+// A drain's "checkpoint now" reaches one rank; every rank agrees at the next
+// control step and they write one checkpoint there, once.
+TEST(TrainerTest, ARequestedCheckpointIsWrittenByEveryRankAtTheSameStep) {
+  TrainerConfig config = MlpFp16Config();
+  config.steps = 30;
+  config.parallel.data = 2;
+  config.threads = 1;
+  std::array<int64_t, 2> steps = {0, 0};
+  const std::vector<int64_t> written = RankZeroCheckpointSteps(config, "requested", [&](int r, TrainerOptions& o) {
+    o.on_step = [&steps, r](const StepReport& report) { steps[r] = report.step; };
+    // Only rank 1 hears of it, from step 7 on.
+    o.checkpoint_requested = [&steps, r] { return r == 1 && steps[r] >= 7; };
+  });
+  EXPECT_EQ(written, (std::vector<int64_t>{10, 30}));  // at the next control step after 7, and at the end
+  EXPECT_TRUE(std::filesystem::exists(::testing::TempDir() + "/requested/step-000000010"));
+}
+
+// Rank 0's checkpoint steps of a 2-rank run of `config` (15 steps) with a
+// timed interval.
+std::vector<int64_t> TimedCheckpointSteps(const TrainerConfig& config, const v1::AutoIntervalInputs& auto_interval,
+                                          const std::string& name) {
+  return RankZeroCheckpointSteps(config, name, [&](int, TrainerOptions& o) { o.auto_interval = auto_interval; });
 }
 
 // checkpoint.interval_seconds and auto: rank 0's clock decides, every rank
