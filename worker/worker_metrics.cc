@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 
 namespace ringmaster::worker {
@@ -50,6 +51,10 @@ const ReportGauge kReportGauges[] = {
      false},
     {"ringmaster_rank_data_wait_seconds", "Of the last step, seconds spent waiting for its input batch.",
      [](const v1::StepMetrics& m) { return m.data_wait_seconds(); }, false},
+    {"ringmaster_rank_checkpoint_interval_seconds",
+     "The checkpoint interval in force in seconds (checkpoint.interval_seconds, or what interval auto chose); 0 when "
+     "it is in steps.",
+     [](const v1::StepMetrics& m) { return m.checkpoint_interval_seconds(); }, false},
 };
 
 // StepMetrics.gauges: names as Prometheus label values we export, bounded.
@@ -83,6 +88,7 @@ struct WorkerMetrics::Families {
   Family<Counter>* checkpoints;
   Family<Gauge>* checkpoint_interval_steps;
   Family<Gauge>* last_checkpoint_step;
+  Family<Gauge>* last_checkpoint_time;
   Family<Gauge>* gpu_info;
   std::vector<Family<Gauge>*> report_gauges;  // kReportGauges, in order
   Family<Gauge>* named_gauge;                 // a program's own gauges (StepMetrics.gauges)
@@ -122,6 +128,7 @@ struct WorkerMetrics::RankSeries {
   Counter* checkpoints;
   Gauge* checkpoint_interval_steps;
   Gauge* last_checkpoint_step;
+  Gauge* last_checkpoint_time;
   Gauge* gpu_info = nullptr;  // CUDA ranks only
   std::vector<Gauge*> report_gauges;  // kReportGauges, in order
   std::map<std::string, Gauge*> named;  // StepMetrics.gauges, by name (at most kMaxNamedGauges)
@@ -180,6 +187,10 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(MetricsRegi
   RETURN_IF_ERROR(gauge("ringmaster_rank_last_checkpoint_step",
                         "Step of the last checkpoint the rank committed, or its generation resumed from (0: none).",
                         &f->last_checkpoint_step));
+  RETURN_IF_ERROR(gauge("ringmaster_rank_last_checkpoint_timestamp_seconds",
+                        "Unix time of the last checkpoint the rank committed, or of its generation's first report "
+                        "(it resumed then).",
+                        &f->last_checkpoint_time));
   RETURN_IF_ERROR(gauge("ringmaster_rank_gpu_info",
                         "1 for each CUDA rank, labelled with the UUID of its GPU (joins the DCGM exporter's series).",
                         &f->gpu_info));
@@ -247,6 +258,8 @@ WorkerMetrics::RankSeries* WorkerMetrics::SeriesLocked(const std::string& job_id
   s->checkpoints = &f.checkpoints->Add(labels);
   s->checkpoint_interval_steps = &f.checkpoint_interval_steps->Add(labels);
   s->last_checkpoint_step = &f.last_checkpoint_step->Add(labels);
+  s->last_checkpoint_time = &f.last_checkpoint_time->Add(labels);
+  s->last_checkpoint_time->Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
   if (auto gpu = gpus_.find(key); gpu != gpus_.end()) {
     prometheus::Labels with_uuid = labels;
     with_uuid["UUID"] = gpu->second;
@@ -356,6 +369,7 @@ void WorkerMetrics::RecordCheckpoint(const std::string& job_id, int64_t generati
   RankSeries* s = CurrentSeriesLocked(job_id, generation, rank);
   if (s == nullptr) return;
   s->last_checkpoint_step->Set(static_cast<double>(step));
+  s->last_checkpoint_time->Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
   if (write_seconds >= 0) s->checkpoint_seconds->Observe(write_seconds);
   if (stall_seconds >= 0) s->checkpoint_stall_seconds->Observe(stall_seconds);
   s->checkpoint_bytes->Set(static_cast<double>(bytes));
@@ -393,6 +407,7 @@ void WorkerMetrics::RankExited(const std::string& job_id, int64_t generation, in
   f.checkpoints->Remove(s.checkpoints);
   f.checkpoint_interval_steps->Remove(s.checkpoint_interval_steps);
   f.last_checkpoint_step->Remove(s.last_checkpoint_step);
+  f.last_checkpoint_time->Remove(s.last_checkpoint_time);
   if (s.gpu_info != nullptr) f.gpu_info->Remove(s.gpu_info);
   gpus_.erase(key);
   for (size_t i = 0; i < s.report_gauges.size(); ++i) f.report_gauges[i]->Remove(s.report_gauges[i]);

@@ -22,6 +22,10 @@
 //   ringmaster_rank_checkpoint_interval_steps (the spec's) and
 //   ringmaster_rank_last_checkpoint_step (the rank's last commit, or the step
 //   its generation resumed from: a checkpoint-overdue alert reads them),
+//   ringmaster_rank_checkpoint_interval_seconds (a timed or auto interval,
+//   from the reports) and ringmaster_rank_last_checkpoint_timestamp_seconds
+//   (its last commit, or its generation's first report: the overdue alert of
+//   timed intervals),
 //   ringmaster_rank_epoch, ringmaster_rank_total_steps, ringmaster_rank_eval_loss, ringmaster_rank_eval_accuracy (NaN
 //   until the rank has evaluated: rank 0 evaluates), ringmaster_rank_eval_step,
 //   ringmaster_rank_model_flops_per_second, ringmaster_rank_mfu_ratio (NaN

@@ -89,6 +89,26 @@ TEST(WorkerMetricsTest, ExposesProgressCheckpointsAndEvaluationsForTheDashboards
   EXPECT_THAT(registry.ExposeText(), Not(HasSubstr("ringmaster_rank_eval_loss{job=\"j\",node=\"n\",rank=\"0\"}")));
 }
 
+// A timed interval (interval_seconds or auto) is in the reports; the time of
+// the last commit (else of the generation's first report) beside it: the
+// overdue alert of timed intervals reads both.
+TEST(WorkerMetricsTest, ExposesATimedIntervalAndTheLastCheckpointsTime) {
+  MetricsRegistry registry;
+  std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");
+  v1::StepMetrics m = Step(10);
+  m.set_checkpoint_interval_seconds(6.5);
+  const double before = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  metrics->RecordStep("j", 1, 0, m);
+  const std::string text = registry.ExposeText();
+  EXPECT_THAT(text, HasSubstr("ringmaster_rank_checkpoint_interval_seconds{job=\"j\",node=\"n\",rank=\"0\"} 6.5"));
+  const std::string key = "ringmaster_rank_last_checkpoint_timestamp_seconds{job=\"j\",node=\"n\",rank=\"0\"} ";
+  const size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos) << text;
+  const double stamp = std::stod(text.substr(at + key.size()));
+  EXPECT_GE(stamp, before - 1);
+  EXPECT_LE(stamp, before + 60);
+}
+
 TEST(WorkerMetricsTest, AnExitedRanksSeriesGoUnlessANewerGenerationReports) {
   MetricsRegistry registry;
   std::unique_ptr<WorkerMetrics> metrics = *WorkerMetrics::Create(&registry, "n");

@@ -93,6 +93,7 @@ void AgentClient::ReportStep(const StepReport& step) {
   m.set_model_flops_per_second(step.seconds > 0 ? step.model_flops / step.seconds : 0);
   m.set_peak_flops_per_second(step.peak_flops);
   m.set_data_wait_seconds(step.data_wait_seconds);
+  m.set_checkpoint_interval_seconds(step.checkpoint_interval_seconds);
   *m.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -168,6 +168,7 @@ absl::Status Trainer::TrainLoop() {
   while (step_ < total_steps_) {
     if (options_.max_steps_this_run >= 0 && run_steps >= options_.max_steps_this_run) return absl::OkStatus();
     ASSIGN_OR_RETURN(StepReport report, Step());
+    report.checkpoint_interval_seconds = checkpoint_schedule_.interval().seconds();
     ++run_steps;
     if (writer_ != nullptr) RETURN_IF_ERROR(writer_->Poll());  // a background write failed
     if (options_.on_step) options_.on_step(report);

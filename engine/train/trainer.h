@@ -86,6 +86,9 @@ struct StepReport {
   // CUDA: bytes held by the caching device allocator now, and at its peak; else 0.
   int64_t device_memory_bytes = 0;
   int64_t device_memory_peak_bytes = 0;
+  // The checkpoint interval in force in seconds (interval_seconds or auto);
+  // 0 when it is in steps.
+  double checkpoint_interval_seconds = 0;
 };
 
 struct EvalReport {
