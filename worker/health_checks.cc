@@ -118,7 +118,8 @@ std::string HealthChecks::Run() {
   }
   const std::string scripts = CheckScripts();
   const std::string fs = CheckFileSystems({});
-  const std::string failure = fs.empty() ? scripts : fs;
+  const std::string gpu = options_.gpu != nullptr ? options_.gpu->Check() : "";
+  const std::string failure = !fs.empty() ? fs : !gpu.empty() ? gpu : scripts;
   std::lock_guard<std::mutex> lock(mu_);
   if (failure != failure_) {
     if (failure.empty()) {
@@ -128,6 +129,7 @@ std::string HealthChecks::Run() {
     }
   }
   scripts_failure_ = scripts;
+  gpu_failure_ = gpu;
   failure_ = failure;
   return failure;
 }
@@ -138,12 +140,13 @@ std::string HealthChecks::Failure() const {
 }
 
 std::string HealthChecks::CheckBeforePlacement(const std::vector<std::string>& extra_paths) {
-  std::string fs = CheckFileSystems(extra_paths);
+  std::string now = CheckFileSystems(extra_paths);
+  if (now.empty() && options_.gpu != nullptr) now = options_.gpu->CheckCount();
   std::lock_guard<std::mutex> lock(mu_);
-  if (fs.empty()) return scripts_failure_;
-  if (fs != failure_) spdlog::warn("health check failing before a placement, the node is NOT_READY: {}", fs);
-  failure_ = fs;  // until the next Run
-  return fs;
+  if (now.empty()) return !gpu_failure_.empty() ? gpu_failure_ : scripts_failure_;
+  if (now != failure_) spdlog::warn("health check failing before a placement, the node is NOT_READY: {}", now);
+  failure_ = now;  // until the next Run
+  return now;
 }
 
 void HealthChecks::Start() {

@@ -8,20 +8,22 @@
 //     paths such as the checkpoint filesystems) has at least min_free_bytes
 //     available to unprivileged users;
 //   - data roots: with require_data_roots, each of data_roots is a directory;
+//   - GPUs: on a node that registered GPUs, `gpu`'s checks (GpuHealth in
+//     worker/gpu_health.h: count, XID, ECC, NVLink through NVML);
 //   - scripts: each operator script (--health-check) exits 0 within
 //     script_timeout; otherwise the reason is its first output line (stdout
 //     and stderr together), or how it ended when it printed nothing.
-// GPU checks (NVML: GPU count, ECC, XID, NVLink) are not done here (yet).
 //
 // Run() runs every check now (a script for up to script_timeout each, in
 // real time, its process group killed after); Start() runs them every
 // `interval` (the injected clock) on a thread of its own.
-// CheckBeforePlacement is cheap: the file-system checks again, now, and the
-// scripts' latest result. Thread-safe.
+// CheckBeforePlacement is cheap: the file-system checks and the GPU count
+// again, now, and the latest GPU and scripts' results. Thread-safe.
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -32,6 +34,15 @@
 #include "common/clock.h"
 
 namespace ringmaster::worker {
+
+// The GPUs' checks (GpuHealth; a fake in tests). Each returns "" (fit) or
+// the reason, naming the GPU. Thread-safe.
+class GpuCheck {
+ public:
+  virtual ~GpuCheck() = default;
+  virtual std::string Check() = 0;       // every check: run each interval
+  virtual std::string CheckCount() = 0;  // cheap: before each placement
+};
 
 struct HealthCheckOptions {
   std::vector<std::string> disk_paths;
@@ -44,6 +55,7 @@ struct HealthCheckOptions {
   // Where the scripts' output goes while they run (created); must be set
   // when there are scripts.
   std::string output_dir;
+  std::shared_ptr<GpuCheck> gpu;  // null: no GPU checks
 };
 
 // Bytes available to unprivileged users on the file system holding `path`
@@ -67,8 +79,8 @@ class HealthChecks {
   std::string Failure() const;
   // Before a placement: the file-system checks now, `extra_paths`' free space
   // too (an order's checkpoint roots; one that does not exist here is
-  // skipped), else the latest scripts' result. "": fit. A file-system
-  // failure found here is Failure() until the next Run().
+  // skipped), the GPU count now, else the latest GPU and scripts' results.
+  // "": fit. A failure found here now is Failure() until the next Run().
   std::string CheckBeforePlacement(const std::vector<std::string>& extra_paths = {});
 
   // Runs the checks every interval, the first one interval from now (call
@@ -92,6 +104,7 @@ class HealthChecks {
   std::condition_variable cv_;
   std::string failure_;          // the latest Run()'s
   std::string scripts_failure_;  // the latest scripts' result
+  std::string gpu_failure_;      // the latest GPU checks' result
   bool stopping_ = false;
   std::thread thread_;
 };

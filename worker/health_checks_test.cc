@@ -1,6 +1,7 @@
 #include "worker/health_checks.h"
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/time/clock.h"
@@ -15,6 +16,15 @@ using testing::TempDir;
 using testing::WriteScript;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+
+// GPU checks that say what the test sets.
+class FakeGpuCheck : public GpuCheck {
+ public:
+  std::string Check() override { return check; }
+  std::string CheckCount() override { return count; }
+  std::string check;
+  std::string count;
+};
 
 class HealthChecksTest : public ::testing::Test {
  protected:
@@ -107,6 +117,27 @@ TEST_F(HealthChecksTest, AScriptThatHangsIsKilledAtTheTimeout) {
   EXPECT_EQ(HealthChecks(o, &clock_, Fake()).Run(),
             "health check " + dir_.Join("hang.sh") + ": no answer within 300ms (--health-check-timeout)");
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST_F(HealthChecksTest, AFailingGpuCheckIsTheReasonAfterTheFileSystems) {
+  auto gpu = std::make_shared<FakeGpuCheck>();
+  HealthCheckOptions o = Options();
+  o.gpu = gpu;
+  o.scripts = {WriteScript(dir_.Join("ib.sh"), "echo mlx5_0: link down; exit 1")};
+  HealthChecks checks(o, &clock_, Fake());
+  gpu->check = "GPU 2 (GPU-cccc): XID 79 (fallen off the bus)";
+  EXPECT_EQ(checks.Run(), gpu->check);
+  // Before a placement: the count now, else the latest full GPU check.
+  EXPECT_EQ(checks.CheckBeforePlacement(), gpu->check);
+  gpu->count = "GPU 1 (GPU-bbbb): not seen by NVML (expected 3 GPUs, NVML sees 2)";
+  EXPECT_EQ(checks.CheckBeforePlacement(), gpu->count);
+  EXPECT_EQ(checks.Failure(), gpu->count);
+  gpu->check = gpu->count = "";
+  EXPECT_EQ(checks.Run(), "health check " + dir_.Join("ib.sh") + ": mlx5_0: link down");
+  free_[dir_.Join("state")] = 10 * kMiB;
+  gpu->check = "GPU 0 (GPU-aaaa): NVLink 3 is down";
+  EXPECT_EQ(checks.Run(),
+            "free space: " + dir_.Join("state") + " has 10 MiB available, below --health-min-free-mb 256");
 }
 
 TEST_F(HealthChecksTest, StartRunsThemEveryInterval) {

@@ -123,8 +123,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   ringmaster::AddDurationOption(app, "--health-check-timeout", &config.health_check_timeout,
                                 "A --health-check script that runs longer fails (and is killed)", /*allow_zero=*/false);
+  app.add_flag("--health-gpu,!--no-health-gpu", config.health_gpu,
+               "On a node with GPUs, check them through NVML each --health-interval: count, XID errors, "
+               "uncorrected ECC errors, NVLinks down (skipped where the driver's libnvidia-ml cannot load). On by "
+               "default; --health-gpu=false or --no-health-gpu turns it off");
   ringmaster::AddDurationOption(app, "--health-interval", &config.health_interval,
-                                "How often the health checks run (also before each placement: free space, data roots)",
+                                "How often the health checks run (also before each placement: free space, data "
+                                "roots, GPU count)",
                                 /*allow_zero=*/false);
   // Ranks never run with the worker's privileges (docs/security.md).
   app.add_option("--run-as", config.run_as,

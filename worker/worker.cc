@@ -19,6 +19,7 @@
 #include "spdlog/spdlog.h"
 #include "worker/agent_server.h"
 #include "worker/coordinator_session.h"
+#include "worker/gpu_health.h"
 #include "worker/health_checks.h"
 #include "worker/job_dir_janitor.h"
 #include "worker/job_dirs.h"
@@ -233,11 +234,25 @@ absl::Status Worker::BuildHealthChecks() {
   options.script_timeout = config_.health_check_timeout;
   options.interval = config_.health_interval;
   options.output_dir = state_dir_ + "/health";
+  if (config_.health_gpu && node_.gpus_size() > 0) options.gpu = OpenGpuHealth();
   health_ = std::make_unique<HealthChecks>(std::move(options), clock_);
   // The first registration's heartbeat already says whether the node is fit.
   const std::string failure = health_->Run();
   if (!failure.empty()) spdlog::warn("the node starts NOT_READY: {}", failure);
   return absl::OkStatus();
+}
+
+std::shared_ptr<GpuCheck> Worker::OpenGpuHealth() const {
+  std::vector<RegisteredGpu> gpus;
+  for (const v1::GpuInfo& gpu : node_.gpus()) gpus.push_back({gpu.index(), gpu.uuid()});
+  absl::StatusOr<std::unique_ptr<GpuHealth>> health = GpuHealth::Open(std::move(gpus));
+  if (!health.ok()) {
+    // The driver installs libnvidia-ml with itself: without it the GPUs are
+    // not checked, which is no reason to refuse them work.
+    spdlog::warn("GPU health checks off (--health-gpu): NVML: {}", std::string(health.status().message()));
+    return nullptr;
+  }
+  return std::move(*health);
 }
 
 void Worker::BuildJanitors() {

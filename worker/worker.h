@@ -53,6 +53,7 @@ namespace ringmaster::worker {
 
 class AgentServer;
 class CoordinatorSession;
+class GpuCheck;
 class HealthChecks;
 class JobDirJanitor;
 class LogPusher;
@@ -102,6 +103,9 @@ struct WorkerConfig {
   std::vector<std::string> health_checks;  // operators' scripts (absolute paths)
   absl::Duration health_check_timeout = absl::Seconds(10);
   absl::Duration health_interval = absl::Seconds(30);
+  // On a node with GPUs: their count, XID, ECC and NVLink through NVML
+  // (worker/gpu_health.h); skipped, with a warning, where NVML cannot load.
+  bool health_gpu = true;
   // The worker's own environment ("NAME=VALUE"), read by main: --rank-env
   // takes values from it, PATH finds the trainer. Ranks never inherit it.
   std::vector<std::string> environment;
@@ -135,6 +139,8 @@ class Worker {
   absl::Status BuildMetrics();
   absl::Status BuildRanks();  // control, shipper, supervisor, launcher
   absl::Status BuildHealthChecks();
+  // NVML's checks of node_'s GPUs; null (logged) where NVML cannot load.
+  std::shared_ptr<GpuCheck> OpenGpuHealth() const;
   absl::Status BuildCoordinatorLink();  // session, agent, pusher
   void BuildJanitors();
   void LogStartup() const;
