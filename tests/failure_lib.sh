@@ -175,7 +175,11 @@ for f in glob.glob(f"{state}/w*/jobs/{job}/gen-1/rank-0.log"):
     for s in re.findall(r"step (\d+)/", open(f, errors="replace").read()):
         reached = max(reached, int(s))
 lost = reached - resume_step
-check(lost <= interval, f"steps lost {lost} (reached {reached}, resumed from {resume_step}) <= interval {interval}")
+# The newest checkpoint is written in the background while training goes on,
+# and the next waits for it: the newest committed one is less than two
+# intervals behind.
+check(lost < 2 * interval,
+      f"steps lost {lost} (reached {reached}, resumed from {resume_step}) < 2 x interval {interval}")
 check(resume_step > 0 and resume_step in committed, f"resumed from a committed checkpoint (step {resume_step})")
 check(committed and committed[-1] == steps, f"the last checkpoint is step {steps} ({committed[-1:]})")
 if scenario == "elastic_shrink":

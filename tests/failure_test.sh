@@ -21,7 +21,9 @@
 #
 # Every scenario asserts: the job SUCCEEDED (no job lost); each (generation,
 # rank) was started once (never two gangs in one generation); a restart lost
-# at most one checkpoint interval of steps; no process is left behind. It
+# less than two checkpoint intervals of steps (the newest checkpoint is
+# written in the background while training goes on); no process is left
+# behind. It
 # prints "RESULT <scenario> detection_s=... restart_s=... steps_lost=...".
 # Usage: failure_test.sh SCENARIO CLI COORDINATOR WORKER TRAINER SPEC
 set -uo pipefail

@@ -111,6 +111,8 @@ void GrpcStore::FillScope(v1::RendezvousScope* scope) const {
 
 namespace {
 
+constexpr absl::Duration kClockSkew = absl::Milliseconds(20);
+
 // The Status of a failed call. `waited_for` names the keys a blocking call
 // waited for; a DEADLINE_EXCEEDED that the client's own deadline caused is
 // reported as those keys not being set within `timeout`.
@@ -122,7 +124,10 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& where, cons
     case grpc::StatusCode::UNAVAILABLE:
       return absl::UnavailableError(absl::StrCat(where, ": unavailable: ", message));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      if (!waited_for.empty() && absl::Now() >= deadline) {
+      // gRPC's timer and absl's clock may disagree by a little (a loaded
+      // machine has seen gRPC end the call before absl::Now() reached the
+      // deadline): a deadline within kClockSkew counts as ours.
+      if (!waited_for.empty() && absl::Now() + kClockSkew >= deadline) {
         return absl::DeadlineExceededError(
             absl::StrCat(where, ": ", KeysPhrase(waited_for), " not set within ", absl::FormatDuration(timeout)));
       }
@@ -265,7 +270,7 @@ absl::StatusOr<std::string> GrpcStore::Fetch(const std::string& communicator, ab
     return stub_->GetNcclUniqueId(context, request, &response);
   });
   if (!status.ok()) {
-    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && absl::Now() >= deadline) {
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && absl::Now() + kClockSkew >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(Where(), ": the NCCL unique id of ", Quoted(communicator),
                                                       " was not published within ", absl::FormatDuration(timeout)));
     }
