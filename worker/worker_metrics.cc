@@ -57,6 +57,9 @@ const ReportGauge kReportGauges[] = {
      [](const v1::StepMetrics& m) { return m.checkpoint_interval_seconds(); }, false},
 };
 
+// ringmaster_rank_last_checkpoint_timestamp_seconds's unit.
+double NowUnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
+
 // StepMetrics.gauges: names as Prometheus label values we export, bounded.
 constexpr size_t kMaxNamedGauges = 64;
 bool ValidGaugeName(const std::string& name) {
@@ -259,7 +262,7 @@ WorkerMetrics::RankSeries* WorkerMetrics::SeriesLocked(const std::string& job_id
   s->checkpoint_interval_steps = &f.checkpoint_interval_steps->Add(labels);
   s->last_checkpoint_step = &f.last_checkpoint_step->Add(labels);
   s->last_checkpoint_time = &f.last_checkpoint_time->Add(labels);
-  s->last_checkpoint_time->Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+  s->last_checkpoint_time->Set(NowUnixSeconds());
   if (auto gpu = gpus_.find(key); gpu != gpus_.end()) {
     prometheus::Labels with_uuid = labels;
     with_uuid["UUID"] = gpu->second;
@@ -369,7 +372,7 @@ void WorkerMetrics::RecordCheckpoint(const std::string& job_id, int64_t generati
   RankSeries* s = CurrentSeriesLocked(job_id, generation, rank);
   if (s == nullptr) return;
   s->last_checkpoint_step->Set(static_cast<double>(step));
-  s->last_checkpoint_time->Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+  s->last_checkpoint_time->Set(NowUnixSeconds());
   if (write_seconds >= 0) s->checkpoint_seconds->Observe(write_seconds);
   if (stall_seconds >= 0) s->checkpoint_stall_seconds->Observe(stall_seconds);
   s->checkpoint_bytes->Set(static_cast<double>(bytes));
