@@ -65,10 +65,21 @@ class LocalClusterTest : public ::testing::Test {
     RunLocalDown(global_, options_, console);
   }
 
-  // A fake daemon: records its arguments in <bin>/<name>.args, then `body`.
+  // A fake daemon: records its arguments in <bin>/<name>.args (written whole,
+  // through a rename), then `body`.
   void Daemon(const std::string& name, const std::string& body) {
+    const std::string args = absl::StrCat(options_.bin_dir, "/", name, ".args");
     WriteScript(options_.bin_dir + "/ringmaster-" + name,
-                absl::StrCat("echo \"$@\" > ", options_.bin_dir, "/", name, ".args\n", body));
+                absl::StrCat("echo \"$@\" > ", args, ".tmp && mv ", args, ".tmp ", args, "\n", body));
+  }
+  // The arguments `name` was started with. `up` returns once the fake
+  // coordinator reports the node, which may be before the script has run its
+  // first line, so this waits for the file (at most 10 s).
+  std::string Args(const std::string& name) const {
+    const std::string path = absl::StrCat(options_.bin_dir, "/", name, ".args");
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (!std::filesystem::exists(path) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+    return ReadAll(path);
   }
   std::string State(const std::string& file) const { return options_.state_dir + "/" + file; }
   int Up() { return RunLocalUp(global_, options_, console_); }
@@ -85,10 +96,10 @@ class LocalClusterTest : public ::testing::Test {
 TEST_F(LocalClusterTest, UpStartsBothWithTheirFlagsStatusThenDownStopsThem) {
   ASSERT_EQ(Up(), kExitOk) << err_.str();
   EXPECT_EQ(err_.str(), "");
-  EXPECT_EQ(ReadAll(options_.bin_dir + "/coordinator.args"),
+  EXPECT_EQ(Args("coordinator"),
             absl::StrCat("--listen ", fake_.address(), " --state-dir ", options_.state_dir,
                          "/coordinator --metrics-listen 127.0.0.1:0\n"));
-  EXPECT_EQ(ReadAll(options_.bin_dir + "/worker.args"),
+  EXPECT_EQ(Args("worker"),
             absl::StrCat("--coordinator ", fake_.address(), " --cpu-slots 3 --state-dir ", options_.state_dir,
                          "/worker --listen-address 127.0.0.1 --metrics-listen 127.0.0.1:0\n"));
   const DaemonState coordinator = ReadDaemon(State("coordinator.pid"));
@@ -133,16 +144,18 @@ TEST_F(LocalClusterTest, MetricsAddressAndDataRootsReachTheDaemons) {
   options_.metrics_listen = "127.0.0.1:9500";
   options_.data_roots = {"/data/a", "/data/b"};
   ASSERT_EQ(Up(), kExitOk) << err_.str();
-  EXPECT_THAT(ReadAll(options_.bin_dir + "/coordinator.args"), HasSubstr(" --metrics-listen 127.0.0.1:9500\n"));
-  EXPECT_THAT(ReadAll(options_.bin_dir + "/worker.args"),
+  EXPECT_THAT(Args("coordinator"), HasSubstr(" --metrics-listen 127.0.0.1:9500\n"));
+  EXPECT_THAT(Args("worker"),
               HasSubstr(" --metrics-listen 127.0.0.1:0 --data-roots /data/a,/data/b\n"));
   ASSERT_EQ(RunLocalDown(global_, options_, console_), kExitOk);
+  std::filesystem::remove(options_.bin_dir + "/coordinator.args");
+  std::filesystem::remove(options_.bin_dir + "/worker.args");
   // Empty: neither serves /metrics (an empty argument each).
   options_.metrics_listen = "";
   options_.data_roots = {};
   ASSERT_EQ(Up(), kExitOk) << err_.str();
-  EXPECT_THAT(ReadAll(options_.bin_dir + "/coordinator.args"), HasSubstr(" --metrics-listen \n"));
-  EXPECT_THAT(ReadAll(options_.bin_dir + "/worker.args"), HasSubstr("127.0.0.1 --metrics-listen \n"));
+  EXPECT_THAT(Args("coordinator"), HasSubstr(" --metrics-listen \n"));
+  EXPECT_THAT(Args("worker"), HasSubstr("127.0.0.1 --metrics-listen \n"));
 }
 
 TEST_F(LocalClusterTest, CoordinatorThatExitsIsReportedWithItsLastLogLine) {
