@@ -214,6 +214,36 @@ TEST(FusedUpdateStateTest, LoadStateRoundTripsThroughTheHost) {
   EXPECT_EQ(StateValues(**b), StateValues(**a));
 }
 
+// The snapshot path: device state copied into page-locked host buffers the
+// caller owns, equal to StateTensors' pageable copies.
+TEST(FusedUpdateStateTest, CopyStateTensorsIntoPinnedBuffers) {
+  SKIP_WITHOUT_DEVICE();
+  TestParams host(StandardSpecs(), 9);
+  DeviceParams device(host);
+  auto opt = Optimizer::Create(Config(OptimizerKind::kAdamW, 0.0f, false, 0.1f), device.list());
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  std::mt19937 rng(6);
+  host.SetGrads(RandomGrads(host, rng, 1.0f), 1.0f);
+  device.CopyGradsFrom(host);
+  ASSERT_TRUE((*opt)->Step(0.01f, 1.0f).ok());
+  std::vector<void*> pinned;
+  auto buffer = [&](const Tensor& like) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaHostAlloc(&p, like.bytes(), cudaHostAllocDefault), cudaSuccess);
+    pinned.push_back(p);
+    return Tensor::Wrap(p, like.shape(), DType::kF32, Device::kCpu);
+  };
+  const NamedTensors copy = (*opt)->CopyStateTensors(buffer);
+  const NamedTensors pageable = (*opt)->StateTensors();
+  ASSERT_EQ(copy.size(), pageable.size());
+  for (size_t i = 0; i < copy.size(); ++i) {
+    EXPECT_EQ(copy[i].first, pageable[i].first);
+    EXPECT_EQ(copy[i].second.raw(), pinned[i]);
+    EXPECT_EQ(copy[i].second.ToVector(), pageable[i].second.ToVector()) << copy[i].first;
+  }
+  for (void* p : pinned) EXPECT_EQ(cudaFreeHost(p), cudaSuccess);
+}
+
 // Device grads of `params` times `scale`, with element `poison` of parameter
 // 1 set to +inf when poison >= 0.
 void SetDeviceGrads(const TestParams& host, const DeviceParams& device, const std::vector<std::vector<float>>& grads,

@@ -171,11 +171,11 @@ class CudaOptimizer final : public Optimizer {
   // are ordered on the step's stream.
   void ZeroTensor(const Tensor& t) override { Report(CUDA_STATUS(cudaMemsetAsync(t.raw(), 0, t.bytes(), stream()))); }
 
-  Tensor SlotForExport(const Tensor& slot) const override {
-    Tensor host = Tensor::Empty(slot.shape());
-    Report(CUDA_STATUS(cudaMemcpyAsync(host.raw(), slot.raw(), slot.bytes(), cudaMemcpyDeviceToHost, stream())));
+  // A page-locked host_dst makes this a DMA at the full rate; a pageable one
+  // goes through the driver's staging.
+  void ExportSlot(const Tensor& slot, const Tensor& host_dst) const override {
+    Report(CUDA_STATUS(cudaMemcpyAsync(host_dst.raw(), slot.raw(), slot.bytes(), cudaMemcpyDeviceToHost, stream())));
     Report(CUDA_STATUS(cudaStreamSynchronize(stream())));
-    return host;
   }
 
   // Once, after a resume (LoadState): a pageable source, which the driver

@@ -214,6 +214,10 @@ void Optimizer::ZeroGrad() {
 
 void Optimizer::ZeroTensor(const Tensor& t) { std::memset(t.raw(), 0, t.bytes()); }
 
+void Optimizer::ExportSlot(const Tensor& slot, const Tensor& host_dst) const {
+  std::memcpy(host_dst.raw(), slot.raw(), slot.bytes());
+}
+
 void Optimizer::ImportSlot(const Tensor& host_src, const Tensor& slot) {
   std::memmove(slot.raw(), host_src.raw(), slot.bytes());  // the source may be our own state
 }
@@ -229,9 +233,24 @@ Shape Optimizer::StateShape(const Entry& entry) const {
 }
 
 NamedTensors Optimizer::StateTensors() const {
+  if (device_ == Device::kCpu) {
+    NamedTensors out;
+    for (const Entry& e : entries_) {
+      for (size_t k = 0; k < e.slots.size(); ++k) out.emplace_back(StateName(k, e), e.slots[k]);
+    }
+    return out;
+  }
+  return CopyStateTensors([](const Tensor& slot) { return Tensor::Empty(slot.shape()); });
+}
+
+NamedTensors Optimizer::CopyStateTensors(const std::function<Tensor(const Tensor& slot)>& host_buffer) const {
   NamedTensors out;
   for (const Entry& e : entries_) {
-    for (size_t k = 0; k < e.slots.size(); ++k) out.emplace_back(StateName(k, e), SlotForExport(e.slots[k]));
+    for (size_t k = 0; k < e.slots.size(); ++k) {
+      Tensor host = host_buffer(e.slots[k]);
+      ExportSlot(e.slots[k], host);
+      out.emplace_back(StateName(k, e), std::move(host));
+    }
   }
   return out;
 }
@@ -240,8 +259,10 @@ absl::Status Optimizer::LoadState(const NamedTensors& tensors, int64_t step_coun
   if (step_count < 0) {
     return absl::InvalidArgumentError(absl::StrCat("optimizer step count must be >= 0, got ", step_count));
   }
-  absl::flat_hash_map<std::string, const Tensor*> expected;
-  for (const auto& [name, tensor] : StateTensors()) expected[name] = nullptr;
+  absl::flat_hash_map<std::string, const Tensor*> expected;  // the names only: no copy of the state
+  for (const Entry& e : entries_) {
+    for (size_t k = 0; k < e.slots.size(); ++k) expected[StateName(k, e)] = nullptr;
+  }
   // `found` maps each expected name to the tensor supplied for it.
   absl::flat_hash_map<std::string, const Tensor*> found;
   for (const auto& [name, tensor] : tensors) {

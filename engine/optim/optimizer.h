@@ -143,6 +143,11 @@ class Optimizer {
   // tensors share storage with the live state: copy them before the next Step
   // if they must stay as they are.
   NamedTensors StateTensors() const;
+  // The same names and shapes, each copied into host_buffer(slot): a host f32
+  // tensor of the slot's shape the caller owns and may reuse from one call to
+  // the next (a checkpoint's snapshot: on the device, page-locked buffers
+  // filled at the full copy rate). Host and device state alike.
+  NamedTensors CopyStateTensors(const std::function<Tensor(const Tensor& slot)>& host_buffer) const;
   // Scalar state: the number of successful Steps (Adam bias corrections use it).
   int64_t step_count() const { return step_count_; }
 
@@ -181,7 +186,7 @@ class Optimizer {
 
   // Device hooks (host parameters: memset, the live tensor, memmove).
   virtual void ZeroTensor(const Tensor& t);
-  virtual Tensor SlotForExport(const Tensor& slot) const { return slot; }
+  virtual void ExportSlot(const Tensor& slot, const Tensor& host_dst) const;
   virtual void ImportSlot(const Tensor& host_src, const Tensor& slot);
 
   // Applies one update; `step` counts it (first update: 1). Must not write

@@ -116,6 +116,48 @@ TEST(OptimizerStateTest, RoundTripResumesBitwise) {
   }
 }
 
+// A checkpoint's snapshot: the state copied into the caller's buffers, named
+// and shaped as StateTensors names them, equal to it, reused when the caller
+// hands the same buffers again, and left as it was by the next Step.
+TEST(OptimizerStateTest, CopyStateTensorsFillsTheCallersBuffers) {
+  TestParams params(StandardSpecs(), 1);
+  auto opt = Optimizer::Create(Config(OptimizerKind::kAdamW), params.list());
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  std::mt19937 rng(3);
+  params.SetGrads(RandomGrads(params, rng, 1.0f), 1.0f);
+  ASSERT_TRUE((*opt)->Step(0.01f, 1.0f).ok());
+
+  std::vector<Tensor> buffers;
+  size_t slot = 0;
+  auto buffer = [&](const Tensor& like) {
+    if (buffers.size() <= slot) buffers.push_back(Tensor::Empty(like.shape()));
+    return buffers[slot++];
+  };
+  const NamedTensors copy = (*opt)->CopyStateTensors(buffer);
+  const NamedTensors live = (*opt)->StateTensors();
+  ASSERT_EQ(NamesAndShapes(copy), NamesAndShapes(live));
+  ASSERT_EQ(buffers.size(), copy.size());
+  for (size_t i = 0; i < copy.size(); ++i) {
+    EXPECT_EQ(copy[i].second.raw(), buffers[i].raw()) << copy[i].first;
+    EXPECT_NE(copy[i].second.raw(), live[i].second.raw()) << copy[i].first << ": the live state, not a copy";
+    EXPECT_EQ(copy[i].second.ToVector(), live[i].second.ToVector()) << copy[i].first;
+  }
+  const NamedTensors before = Copy(copy);
+  params.SetGrads(RandomGrads(params, rng, 1.0f), 1.0f);
+  ASSERT_TRUE((*opt)->Step(0.01f, 1.0f).ok());
+  for (size_t i = 0; i < copy.size(); ++i) {
+    EXPECT_EQ(copy[i].second.ToVector(), before[i].second.ToVector()) << copy[i].first << " changed with the step";
+    EXPECT_NE(live[i].second.ToVector(), before[i].second.ToVector()) << copy[i].first << " did not step";
+  }
+  slot = 0;  // the same buffers again
+  const NamedTensors again = (*opt)->CopyStateTensors(buffer);
+  ASSERT_EQ(buffers.size(), copy.size());
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(again[i].second.raw(), buffers[i].raw()) << again[i].first;
+    EXPECT_EQ(again[i].second.ToVector(), live[i].second.ToVector()) << again[i].first;
+  }
+}
+
 class LoadStateErrorTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -60,6 +60,15 @@ class HostStaging {
   virtual absl::Status SetDeviceLr(const kernels::DeviceStepControl* control, float lr) = 0;
 };
 
+// A host tensor of `shape` in page-locked memory (cudaHostAlloc, freed with
+// cudaFreeHost when its last handle goes, from any thread): device-to-host
+// copies into it run at the full DMA rate, without the driver's pageable
+// staging. For buffers kept and reused (a checkpoint's snapshot): pinning is
+// slow and takes memory from the host's pageable pool. Undefined in a build
+// without CUDA, or when the allocation fails (the caller falls back to
+// pageable memory).
+Tensor PinnedHostTensor(const Shape& shape, DType dtype);
+
 class StepGraphs {
  public:
   // Null for a backend that is not CUDA (or a build without CUDA).

@@ -175,6 +175,19 @@ std::unique_ptr<HostStaging> HostStaging::Create(Backend& backend) {
   return std::make_unique<CudaHostStaging>(cuda->compute_stream());
 }
 
+Tensor PinnedHostTensor(const Shape& shape, DType dtype) {
+  const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+  void* data = nullptr;
+  const absl::Status allocated = CUDA_STATUS(cudaHostAlloc(&data, std::max<size_t>(bytes, 1), cudaHostAllocDefault));
+  if (!allocated.ok()) {
+    spdlog::warn("{} bytes of page-locked host memory: {}", bytes, allocated.ToString());
+    return Tensor();
+  }
+  auto storage = std::make_shared<Storage>(data, bytes, Device::kCpu,
+                                           [](void* p) { LogIfError(CUDA_STATUS(cudaFreeHost(p))); });
+  return Tensor(std::move(storage), shape, dtype);
+}
+
 std::unique_ptr<StepGraphs> StepGraphs::Create(Backend& backend) {
   auto* cuda = dynamic_cast<CudaBackend*>(&backend);
   if (cuda == nullptr) return nullptr;

@@ -306,8 +306,13 @@ class Trainer {
   // replica (for evaluation and checkpoints).
   absl::Status GatherModel();
   // The whole optimizer state (every stage, unsharded), named as an unsharded
-  // optimizer over the whole model names it; complete on rank 0.
-  absl::StatusOr<optim::NamedTensors> GatherOptimizerState();
+  // optimizer over the whole model names it; complete on rank 0 (without
+  // ZeRO-1 or a pipeline, whose collectives every rank joins, other ranks
+  // return nothing: no copy to throw away). With `snapshot`, every tensor is
+  // the caller's own copy, never the live state (the plain state copied
+  // into snapshot(like) buffers); without, they may be the live state.
+  using SnapshotBufferFn = std::function<Tensor(const Tensor& like)>;
+  absl::StatusOr<optim::NamedTensors> GatherOptimizerState(const SnapshotBufferFn* snapshot = nullptr);
   // This rank's optimizer state taken from a whole (gathered) state.
   absl::Status LoadOptimizerState(const optim::NamedTensors& whole, int64_t step_count);
   int64_t OptimizerStepCount() const;
@@ -325,8 +330,12 @@ class Trainer {
   absl::StatusOr<Batch> ToBackend(const Batch& batch);
   optim::DeviceZerosFn DeviceZeros();
   Tensor HostCopy(const Tensor& t);
-  // A host copy of `t` in snapshot buffer `slot` (reused from one checkpoint
-  // to the next): only while no write of the previous snapshot is in flight.
+  // Snapshot buffer `slot`: host memory of like's shape and dtype, reused
+  // from one checkpoint to the next (only while no write of the previous
+  // snapshot is in flight); page-locked on a device (PinnedHostTensor, or
+  // pageable when that fails).
+  Tensor SnapshotBuffer(const Tensor& like, size_t slot);
+  // A host copy of `t` in snapshot buffer `slot`.
   Tensor SnapshotCopy(const Tensor& t, size_t slot);
   void CopyIntoLive(const Tensor& host, const Tensor& live);
 
@@ -369,6 +378,7 @@ class Trainer {
   double last_checkpoint_stall_seconds_ = 0;
   // Rank 0: the host memory of the last snapshot (checkpoint-sized), reused.
   std::vector<Tensor> snapshot_buffers_;
+  bool pinned_snapshot_failed_ = false;  // warned once: the rest stay pageable
   // Rank 0 with async_checkpoints: the background writer. Last, so that it
   // is destroyed (waiting for its write) before what the write uses.
   std::unique_ptr<CheckpointWriter> writer_;

@@ -92,11 +92,13 @@ absl::Status CheckSameLayout(const std::string& name, const Tensor& src, const T
 absl::StatusOr<CheckpointContents> Trainer::SnapshotCheckpoint(bool copy) {
   RETURN_IF_ERROR(GatherModel());
   CheckpointContents contents;
-  ASSIGN_OR_RETURN(contents.optimizer, GatherOptimizerState());
-  if (rank() != 0) return contents;
-  // On a device every tensor gathered is a host copy already (the
-  // optimizer's StateTensors too); on the CPU they are the live tensors.
+  // A copy goes into the snapshot buffers: the optimizer state first, then
+  // the model (on a device the gathered model is a host copy already, on the
+  // CPU it is the live tensors).
   size_t slot = 0;
+  const SnapshotBufferFn buffer = [&](const Tensor& like) { return SnapshotBuffer(like, slot++); };
+  ASSIGN_OR_RETURN(contents.optimizer, GatherOptimizerState(copy && rank() == 0 ? &buffer : nullptr));
+  if (rank() != 0) return contents;
   auto host = [&](const Tensor& t) { return copy ? SnapshotCopy(t, slot++) : HostCopy(t); };
   const ParameterList params = model_->Parameters();
   for (Parameter* p : params) contents.model.emplace_back(p->name, host(RealRows(*p, p->value)));
@@ -104,7 +106,6 @@ absl::StatusOr<CheckpointContents> Trainer::SnapshotCheckpoint(bool copy) {
   for (auto& [name, t] : contents.optimizer) {
     const Parameter* owner = StateOwner(params, name);
     if (owner != nullptr && owner->real_rows >= 0 && t.shape() == owner->value.shape()) t = t.Rows(0, owner->real_rows);
-    if (copy && !on_device()) t = SnapshotCopy(t, slot++);
   }
   optim::LossScalerState scaler = scaler_.State();
   contents.state = {

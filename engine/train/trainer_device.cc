@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/train/backend_factory.h"
+#include "engine/train/device_step.h"
 #include "engine/train/trainer.h"
 #include "spdlog/spdlog.h"
 
@@ -62,14 +63,27 @@ Tensor Trainer::HostCopy(const Tensor& t) {
   return backend_->ToHost(t);
 }
 
-Tensor Trainer::SnapshotCopy(const Tensor& t, size_t slot) {
-  // The previous snapshot's memory, already paged in: a fresh allocation
-  // would fault in every page during the copy, which is most of its time.
+Tensor Trainer::SnapshotBuffer(const Tensor& like, size_t slot) {
+  // The previous snapshot's memory, already paged in (or pinned): a fresh
+  // allocation would fault in every page during the copy, which is most of
+  // its time on the CPU; pinning on a device takes longer still.
   if (snapshot_buffers_.size() <= slot) snapshot_buffers_.resize(slot + 1);
   Tensor& buffer = snapshot_buffers_[slot];
-  if (!buffer.defined() || buffer.shape() != t.shape() || buffer.dtype() != t.dtype()) {
-    buffer = Tensor::Empty(t.shape(), t.dtype());  // pageable host memory, not pinned
+  if (buffer.defined() && buffer.shape() == like.shape() && buffer.dtype() == like.dtype()) return buffer;
+  buffer = Tensor();  // its memory first: the new one may need the room
+  if (on_device() && !pinned_snapshot_failed_) {
+    buffer = PinnedHostTensor(like.shape(), like.dtype());
+    if (!buffer.defined()) {
+      pinned_snapshot_failed_ = true;
+      spdlog::warn("checkpoint snapshots go to pageable host memory: no page-locked memory to be had");
+    }
   }
+  if (!buffer.defined()) buffer = Tensor::Empty(like.shape(), like.dtype());
+  return buffer;
+}
+
+Tensor Trainer::SnapshotCopy(const Tensor& t, size_t slot) {
+  Tensor buffer = SnapshotBuffer(t, slot);
   if (t.device() != Device::kCpu) {
     backend_->CopyToHost(t, buffer);
   } else {

@@ -138,7 +138,7 @@ absl::Status Trainer::GatherModel() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<optim::NamedTensors> Trainer::GatherOptimizerState() {
+absl::StatusOr<optim::NamedTensors> Trainer::GatherOptimizerState(const SnapshotBufferFn* snapshot) {
   const std::vector<std::string> slots = StateSlots(config_.optimizer);
   ParameterList params = TrainedParameters();
   // Collectives move memory of the groups' device (NCCL: CUDA): the host state
@@ -175,8 +175,10 @@ absl::StatusOr<optim::NamedTensors> Trainer::GatherOptimizerState() {
         flat += p->value.numel();
       }
     }
+  } else if (pipeline_ == nullptr && rank() != 0) {
+    return mine;  // nothing to gather: rank 0 writes its own
   } else {
-    mine = optimizer_->StateTensors();
+    mine = snapshot != nullptr ? optimizer_->CopyStateTensors(*snapshot) : optimizer_->StateTensors();
   }
   if (pipeline_ == nullptr) return mine;
   // 2. Every stage's state on every rank of the replica, stage by stage.
