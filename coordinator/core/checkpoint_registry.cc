@@ -135,7 +135,8 @@ std::vector<std::string> CheckpointRegistry::PrunedByLocked(const std::string& j
 }
 
 absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commit, const std::string& generation_dir,
-                                                        int32_t keep, std::optional<v1::JobEvent> event_if_complete) {
+                                                        int32_t keep, std::optional<v1::JobEvent> event_if_complete,
+                                                        std::optional<v1::GoodputBreakdown> goodput_if_complete) {
   RETURN_IF_ERROR(Validate(commit));
   RETURN_IF_ERROR(CheckPath(commit, generation_dir));
   if (keep < 1) return Invalid("keep", absl::StrCat("must be >= 1, got ", keep));
@@ -235,6 +236,7 @@ absl::StatusOr<CommitResult> CheckpointRegistry::Commit(const ShardCommit& commi
       write.prune.push_back({commit.job_id, old.generation(), old.step()});
     }
     write.event = std::move(event_if_complete);
+    if (write.event.has_value()) write.goodput = std::move(goodput_if_complete);
   }
   // Only directories of this job's layout are handed out for deletion.
   std::vector<std::string> prune_paths;

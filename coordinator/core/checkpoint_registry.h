@@ -123,9 +123,11 @@ class CheckpointRegistry {
   // pipeline_stages differ from the checkpoint's other shards;
   // FAILED_PRECONDITION for a checkpoint already pruned. `keep` is
   // CheckpointPolicy.keep (>= 1). `event_if_complete` is appended to the
-  // job's timeline if this commit completes the checkpoint.
+  // job's timeline if this commit completes the checkpoint, and
+  // `goodput_if_complete` (the job's account after that event) stored with it.
   absl::StatusOr<CommitResult> Commit(const ShardCommit& commit, const std::string& generation_dir, int32_t keep,
-                                      std::optional<v1::JobEvent> event_if_complete);
+                                      std::optional<v1::JobEvent> event_if_complete,
+                                      std::optional<v1::GoodputBreakdown> goodput_if_complete = std::nullopt);
 
   // Marks a checkpoint damaged (why: `damage`) so that it is never offered
   // again; `event` is appended to the job's timeline with it. Idempotent:

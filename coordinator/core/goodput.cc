@@ -123,6 +123,11 @@ void ApplyGoodputEvent(const v1::JobEvent& e, v1::GoodputBreakdown* b) {
   SetGoodput(b);
 }
 
+v1::GoodputBreakdown GoodputAfter(v1::GoodputBreakdown b, const std::vector<v1::JobEvent>& events) {
+  for (const v1::JobEvent& e : events) ApplyGoodputEvent(e, &b);
+  return b;
+}
+
 v1::GoodputBreakdown GoodputAt(const v1::GoodputBreakdown& b, absl::Time now) {
   v1::GoodputBreakdown out = b;
   Accrue(now, &out);

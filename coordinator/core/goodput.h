@@ -21,6 +21,8 @@
 // it, when no checkpoint came in between, to starting (or restart after a
 // failure): the ranks were loading, not training.
 
+#include <vector>
+
 #include "absl/time/time.h"
 #include "proto/job.pb.h"
 
@@ -29,6 +31,8 @@ namespace ringmaster::coordinator {
 // Advances `b` to the event's time, then applies the event. Events must come
 // in timeline order; an event older than b->as_of() counts from as_of.
 void ApplyGoodputEvent(const v1::JobEvent& event, v1::GoodputBreakdown* b);
+// A copy of `b` with `events` applied, in order.
+v1::GoodputBreakdown GoodputAfter(v1::GoodputBreakdown b, const std::vector<v1::JobEvent>& events);
 
 // `b` extended to `now`: the open phase accrues until then (nothing once the
 // job ended, or when now <= as_of), and goodput is recomputed.

@@ -1,11 +1,13 @@
 // JobController: a job's goodput breakdown (goodput.h) as GetJob and
 // `ringmaster describe` show it, through a failure, a checkpoint and a
-// coordinator restart, on the fake clock.
+// coordinator restart (the account stored with the job, or rebuilt from the
+// timeline for a job stored without one), on the fake clock.
 #include <string>
 
 #include "absl/time/time.h"
 #include "common/proto_time.h"
 #include "coordinator/core/job_controller.h"
+#include "coordinator/store/sqlite_db.h"
 #include "coordinator/testing/job_controller_fixture.h"
 #include "gtest/gtest.h"
 
@@ -77,6 +79,10 @@ TEST_F(JobGoodputTest, ABackgroundWriteCountsOnlyItsStall) {
   commit.stall_seconds = 0.5;
   ASSERT_TRUE(controller_->lifecycle().CommitCheckpoint(commit).ok());
   EXPECT_DOUBLE_EQ(MustGet(id).goodput().checkpoint_stall_seconds(), 0.5);
+  // Stored with the commit's event (its own transaction, not a job update).
+  Restart();
+  EXPECT_DOUBLE_EQ(MustGet(id).goodput().checkpoint_stall_seconds(), 0.5);
+  EXPECT_DOUBLE_EQ(MustGet(id).goodput().training_seconds(), 59.5);
 }
 
 TEST_F(JobGoodputTest, TheEndStopsTheCount) {
@@ -90,11 +96,35 @@ TEST_F(JobGoodputTest, TheEndStopsTheCount) {
   EXPECT_DOUBLE_EQ(g.goodput(), 158.0 / 200);
 }
 
-// The account lives in memory; a restarted coordinator rebuilds it from the
-// stored timeline, where a checkpoint's write time is not kept: its stall
-// reads back as training.
-TEST_F(JobGoodputTest, ARestartedCoordinatorRebuildsItFromTheTimeline) {
+// The account is stored with every event: a restarted coordinator carries on
+// with it, the checkpoint's stall included, and counts on from there.
+TEST_F(JobGoodputTest, ARestartedCoordinatorCarriesOnWithTheStoredAccount) {
   const std::string id = RunWithOneFailure();
+  const v1::GoodputBreakdown before = MustGet(id).goodput();
+  Restart();
+  const v1::GoodputBreakdown g = MustGet(id).goodput();
+  EXPECT_DOUBLE_EQ(g.queued_seconds(), 10);
+  EXPECT_DOUBLE_EQ(g.starting_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.recomputed_seconds(), 30);
+  EXPECT_DOUBLE_EQ(g.restart_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.checkpoint_stall_seconds(), 2);
+  EXPECT_DOUBLE_EQ(g.training_seconds(), 158);
+  EXPECT_DOUBLE_EQ(g.goodput(), before.goodput());
+  EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_TRAINING);
+  AdvanceWithHeartbeats(absl::Seconds(20));
+  EXPECT_DOUBLE_EQ(MustGet(id).goodput().training_seconds(), 178);
+}
+
+// A job an older coordinator stored (no account in its row) gets one rebuilt
+// from the stored timeline, where a checkpoint's stall is not kept: it reads
+// back as training.
+TEST_F(JobGoodputTest, AJobStoredWithoutAnAccountIsRebuiltFromTheTimeline) {
+  const std::string id = RunWithOneFailure();
+  {
+    absl::StatusOr<SqliteDb> raw = SqliteDb::Open(path_);
+    ASSERT_TRUE(raw.ok()) << raw.status();
+    ASSERT_TRUE(raw->Exec("UPDATE jobs SET goodput = NULL").ok());
+  }
   Restart();
   const v1::GoodputBreakdown g = MustGet(id).goodput();
   EXPECT_DOUBLE_EQ(g.queued_seconds(), 10);
@@ -104,6 +134,11 @@ TEST_F(JobGoodputTest, ARestartedCoordinatorRebuildsItFromTheTimeline) {
   EXPECT_DOUBLE_EQ(g.checkpoint_stall_seconds(), 0);
   EXPECT_DOUBLE_EQ(g.training_seconds(), 160);
   EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_TRAINING);
+  // From then on it is stored again.
+  ExitAll(id, 0);
+  Restart();
+  EXPECT_DOUBLE_EQ(MustGet(id).goodput().training_seconds(), 160);
+  EXPECT_EQ(MustGet(id).goodput().phase(), v1::GOODPUT_PHASE_ENDED);
 }
 
 }  // namespace

@@ -107,7 +107,11 @@ absl::Status JobLifecycle::CommitLocked(Entry& entry, JobRecord next, std::vecto
   if (next.job.message().size() > kMaxJobTextBytes) {
     next.job.set_message(CutText(next.job.message(), kMaxJobTextBytes));
   }
+  // The account after these events, stored with them (NotifyJobLocked
+  // applies the same events to the entry's).
+  if (!events.empty()) *next.job.mutable_goodput() = GoodputAfter(entry.goodput, events);
   ASSIGN_OR_RETURN(std::vector<v1::JobEvent> stored, store_->UpdateJob(next, std::move(events), placement));
+  next.job.clear_goodput();  // the entry's account is the live one
   entry.record = std::move(next);
   NotifyJobLocked(entry, stored);
   return absl::OkStatus();
@@ -133,10 +137,16 @@ absl::Status JobLifecycle::Recover() {
       std::lock_guard<std::mutex> lock(table_mu_);
       jobs_[id] = entry;
     }
-    // The goodput account is not stored: the timeline rebuilds it (folded
-    // events are missed; checkpoint write times read back as 0).
-    ASSIGN_OR_RETURN(std::vector<v1::JobEvent> history, store_->LoadEvents(id, 0));
-    for (const v1::JobEvent& e : history) ApplyGoodputEvent(e, &entry->goodput);
+    // The goodput account as stored with the job's last change; a job no
+    // coordinator of schema 7 changed has none: its timeline rebuilds it
+    // (folded events are missed; checkpoint stalls read back as training).
+    if (entry->record.job.has_goodput()) {
+      entry->goodput = entry->record.job.goodput();
+      entry->record.job.clear_goodput();
+    } else {
+      ASSIGN_OR_RETURN(std::vector<v1::JobEvent> history, store_->LoadEvents(id, 0));
+      for (const v1::JobEvent& e : history) ApplyGoodputEvent(e, &entry->goodput);
+    }
     const v1::Job& job = entry->record.job;
     const v1::JobState state = job.state();
     entry->last_progress = now;

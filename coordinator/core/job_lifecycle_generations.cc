@@ -8,6 +8,7 @@
 #include "common/exit_codes.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
+#include "coordinator/core/goodput.h"
 #include "coordinator/core/job_admission.h"
 #include "coordinator/core/job_lifecycle.h"
 #include "coordinator/core/job_state_machine.h"
@@ -398,8 +399,8 @@ absl::StatusOr<CommitResult> JobLifecycle::CommitCheckpoint(const ShardCommit& c
   }
   // The generation's own directory (the commit's generation is the job's
   // current one): any other path is PERMISSION_DENIED, nothing recorded.
-  ASSIGN_OR_RETURN(CommitResult result,
-                   checkpoints_->Commit(commit, CheckpointDir(job), job.spec().checkpoint().keep(), event));
+  ASSIGN_OR_RETURN(CommitResult result, checkpoints_->Commit(commit, CheckpointDir(job), job.spec().checkpoint().keep(),
+                                                            event, GoodputAfter(entry.goodput, {event})));
   if (result.event.has_value()) NotifyJobLocked(entry, {*result.event});
   if (result.event.has_value() && entry.preempt.has_value()) {
     // The checkpoint a preemption waited for: the job leaves its nodes now

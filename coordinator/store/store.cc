@@ -17,7 +17,7 @@ namespace {
 
 constexpr absl::string_view kJobColumns =
     "submit_seq, id, request_id, user, spec, state, priority, generation, restarts, "
-    "submit_time_us, start_time_us, end_time_us, reason, message, submitted";
+    "submit_time_us, start_time_us, end_time_us, reason, message, submitted, goodput";
 
 absl::StatusOr<JobRecord> ReadJobRow(const SqliteStatement& stmt) {
   JobRecord r;
@@ -40,6 +40,9 @@ absl::StatusOr<JobRecord> ReadJobRow(const SqliteStatement& stmt) {
   r.job.set_message(stmt.ColumnText(13));
   if (!stmt.ColumnIsNull(14) && !r.job.mutable_submitted()->ParseFromString(stmt.ColumnBlob(14))) {
     return absl::DataLossError(absl::StrCat("store: job ", r.job.id(), ": unreadable submitted spec"));
+  }
+  if (!stmt.ColumnIsNull(15) && !r.job.mutable_goodput()->ParseFromString(stmt.ColumnBlob(15))) {
+    return absl::DataLossError(absl::StrCat("store: job ", r.job.id(), ": unreadable goodput account"));
   }
   return r;
 }
@@ -162,7 +165,7 @@ absl::StatusOr<std::vector<v1::JobEvent>> Store::UpdateJob(const JobRecord& reco
   ASSIGN_OR_RETURN(SqliteStatement update,
                    db_.Prepare("UPDATE jobs SET spec = ?, state = ?, priority = ?, generation = ?, "
                                "restarts = ?, start_time_us = ?, end_time_us = ?, reason = ?, "
-                               "message = ? WHERE id = ?"));
+                               "message = ?, goodput = COALESCE(?, goodput) WHERE id = ?"));
   update.BindBlob(1, job.spec().SerializeAsString())
       .Bind(2, static_cast<int64_t>(job.state()))
       .Bind(3, static_cast<int64_t>(job.spec().priority()))
@@ -170,7 +173,13 @@ absl::StatusOr<std::vector<v1::JobEvent>> Store::UpdateJob(const JobRecord& reco
       .Bind(5, static_cast<int64_t>(job.restarts()));
   BindOptionalTime(update, 6, job.has_start_time(), job.start_time());
   BindOptionalTime(update, 7, job.has_end_time(), job.end_time());
-  update.Bind(8, job.reason()).Bind(9, job.message()).Bind(10, job.id());
+  update.Bind(8, job.reason()).Bind(9, job.message());
+  if (job.has_goodput()) {
+    update.BindBlob(10, job.goodput().SerializeAsString());
+  } else {
+    update.BindNull(10);  // the stored account stays
+  }
+  update.Bind(11, job.id());
   RETURN_IF_ERROR(update.Run());
   if (db_.Changes() == 0) return absl::NotFoundError(absl::StrCat("job ", job.id(), " not found"));
   if (!HoldsPlacement(job.state())) {

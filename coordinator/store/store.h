@@ -78,7 +78,9 @@ struct StoreOptions {
 };
 
 // A job as stored. `job` holds every persistent Job field: id, spec, state,
-// generation, restarts, submit/start/end times, reason, message, and (when
+// generation, restarts, submit/start/end times, reason, message, the goodput
+// account as of its last event (Job.goodput; absent when none was stored:
+// jobs stored before schema 7, or not updated since submission), and (when
 // loaded) the current generation's placement. Job.progress and
 // Job.last_checkpoint are not stored here.
 struct JobRecord {
@@ -110,6 +112,8 @@ struct CheckpointWrite {
   std::vector<CheckpointKey> prune;
   // Appended to the job's timeline in the same transaction, if set.
   std::optional<v1::JobEvent> event;
+  // With event: the job's goodput account after it, stored with it.
+  std::optional<v1::GoodputBreakdown> goodput;
 };
 
 // The queue recorded for a job whose spec names none (jobs submitted before
@@ -164,7 +168,7 @@ class Store {
   absl::StatusOr<JobRecord> CreateJob(const JobRecord& record, v1::JobEvent submitted, bool* created);
 
   // Writes a job's state (everything but id, submit_seq, user, request_id,
-  // submit_time), appends `events` (their job_id and sequence are assigned
+  // submit_time; the goodput account when record.job has one), appends `events` (their job_id and sequence are assigned
   // here: the next numbers of the job's timeline) and, if `placement` is
   // not null, records that generation's placement and rank assignments; all
   // in one transaction. The placement is recorded with the job's user, queue

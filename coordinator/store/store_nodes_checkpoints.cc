@@ -147,6 +147,11 @@ absl::StatusOr<std::optional<v1::JobEvent>> Store::CommitCheckpoint(const Checkp
   if (write.event.has_value()) {
     ASSIGN_OR_RETURN(std::vector<v1::JobEvent> stored, AppendEventsLocked(info.job_id(), {*write.event}));
     event = stored.front();
+    if (write.goodput.has_value()) {
+      ASSIGN_OR_RETURN(SqliteStatement goodput, db_.Prepare("UPDATE jobs SET goodput = ? WHERE id = ?"));
+      goodput.BindBlob(1, write.goodput->SerializeAsString()).Bind(2, info.job_id());
+      RETURN_IF_ERROR(goodput.Run());
+    }
   }
   RETURN_IF_ERROR(txn.Commit());
   return event;

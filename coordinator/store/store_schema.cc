@@ -188,6 +188,15 @@ UPDATE placements SET
   END;
 )sql";
 
+// Version 7: a job's goodput account (ringmaster.v1.GoodputBreakdown as of
+// its last event), so that a restarted coordinator carries on with it
+// instead of rebuilding it from the timeline, which keeps no checkpoint
+// stall and folds old events away. NULL (every job stored before): rebuilt
+// from the timeline as before.
+constexpr absl::string_view kSchemaV7 = R"sql(
+ALTER TABLE jobs ADD COLUMN goodput BLOB;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& StoreMigrations() {
@@ -198,6 +207,7 @@ const std::vector<Migration>& StoreMigrations() {
       {4, "jobs: submitted spec", kSchemaV4},
       {5, "job_events: bounded per kind (folded), compacted", kSchemaV5},
       {6, "placements: user, queue, gpus, cpu_slots, ended_us (accounting)", kSchemaV6},
+      {7, "jobs: goodput account", kSchemaV7},
   };
   return *migrations;
 }

@@ -292,7 +292,7 @@ TEST(StoreUsageMigrationTest, Version6BackfillsOlderPlacements) {
   absl::StatusOr<std::unique_ptr<Store>> opened = Store::Open({path});
   ASSERT_TRUE(opened.ok()) << opened.status();
   Store& store = **opened;
-  EXPECT_EQ(store.schema_version(), 6);
+  EXPECT_EQ(store.schema_version(), static_cast<int>(StoreMigrations().size()));
 
   const absl::Time now = kT0 + absl::Seconds(10000);
   absl::StatusOr<std::vector<UsageTotal>> by_job = store.LoadUsage({UsageGroup::kJob, absl::InfinitePast(), now, ""});
