@@ -49,6 +49,18 @@ class JobGoodputTest : public JobControllerFixture {
   }
 };
 
+// RunWithOneFailure's account after a restart, its checkpoint's 2 s of
+// stall counted as `stall` (the rest of them as training).
+void ExpectPhasesOfTheRun(const v1::GoodputBreakdown& g, double stall) {
+  EXPECT_DOUBLE_EQ(g.queued_seconds(), 10);
+  EXPECT_DOUBLE_EQ(g.starting_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.recomputed_seconds(), 30);
+  EXPECT_DOUBLE_EQ(g.restart_seconds(), 5);
+  EXPECT_DOUBLE_EQ(g.checkpoint_stall_seconds(), stall);
+  EXPECT_DOUBLE_EQ(g.training_seconds(), 158 + 2 - stall);
+  EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_TRAINING);
+}
+
 TEST_F(JobGoodputTest, GetJobCarriesTheBreakdownUpToNow) {
   const std::string id = RunWithOneFailure();
   const v1::GoodputBreakdown g = MustGet(id).goodput();
@@ -103,14 +115,8 @@ TEST_F(JobGoodputTest, ARestartedCoordinatorCarriesOnWithTheStoredAccount) {
   const v1::GoodputBreakdown before = MustGet(id).goodput();
   Restart();
   const v1::GoodputBreakdown g = MustGet(id).goodput();
-  EXPECT_DOUBLE_EQ(g.queued_seconds(), 10);
-  EXPECT_DOUBLE_EQ(g.starting_seconds(), 5);
-  EXPECT_DOUBLE_EQ(g.recomputed_seconds(), 30);
-  EXPECT_DOUBLE_EQ(g.restart_seconds(), 5);
-  EXPECT_DOUBLE_EQ(g.checkpoint_stall_seconds(), 2);
-  EXPECT_DOUBLE_EQ(g.training_seconds(), 158);
+  ExpectPhasesOfTheRun(g, /*stall=*/2);
   EXPECT_DOUBLE_EQ(g.goodput(), before.goodput());
-  EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_TRAINING);
   AdvanceWithHeartbeats(absl::Seconds(20));
   EXPECT_DOUBLE_EQ(MustGet(id).goodput().training_seconds(), 178);
 }
@@ -126,14 +132,7 @@ TEST_F(JobGoodputTest, AJobStoredWithoutAnAccountIsRebuiltFromTheTimeline) {
     ASSERT_TRUE(raw->Exec("UPDATE jobs SET goodput = NULL").ok());
   }
   Restart();
-  const v1::GoodputBreakdown g = MustGet(id).goodput();
-  EXPECT_DOUBLE_EQ(g.queued_seconds(), 10);
-  EXPECT_DOUBLE_EQ(g.starting_seconds(), 5);
-  EXPECT_DOUBLE_EQ(g.recomputed_seconds(), 30);
-  EXPECT_DOUBLE_EQ(g.restart_seconds(), 5);
-  EXPECT_DOUBLE_EQ(g.checkpoint_stall_seconds(), 0);
-  EXPECT_DOUBLE_EQ(g.training_seconds(), 160);
-  EXPECT_EQ(g.phase(), v1::GOODPUT_PHASE_TRAINING);
+  ExpectPhasesOfTheRun(MustGet(id).goodput(), /*stall=*/0);
   // From then on it is stored again.
   ExitAll(id, 0);
   Restart();
