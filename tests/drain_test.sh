@@ -93,7 +93,12 @@ case "$scenario" in
       for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -0 "$pid" 2>/dev/null && fail "the worker of $node did not stop within 10 s"
       start_worker "$node" 2 --label upgraded=yes
-      upgraded() { rm_cli nodes -o json | grep -q '"upgraded": *"yes"' && [ "$(node_state "$node" | cut -d' ' -f1)" = NODE_STATE_CORDONED ]; }
+      # This node's own label: the other node, upgraded first, has it too.
+      upgraded() {
+        [ "$(rm_cli nodes -o json | python3 -c "import json, sys
+n = [n for n in json.load(sys.stdin)['nodes'] if n['hostname'] == '$node'][0]
+print(n.get('labels', {}).get('upgraded', '-'), n['state'])")" = "yes NODE_STATE_CORDONED" ]
+      }
       wait_until 30 "the upgraded worker of $node did not register (cordoned)" upgraded
       rm_cli nodes uncordon "$node" >/dev/null || fail "nodes uncordon $node failed"
       [ "$(node_state "$node" | cut -d' ' -f1)" = NODE_STATE_READY ] || fail "$node is not READY after uncordon"
