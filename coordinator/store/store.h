@@ -168,8 +168,9 @@ class Store {
   absl::StatusOr<JobRecord> CreateJob(const JobRecord& record, v1::JobEvent submitted, bool* created);
 
   // Writes a job's state (everything but id, submit_seq, user, request_id,
-  // submit_time; the goodput account when record.job has one), appends `events` (their job_id and sequence are assigned
-  // here: the next numbers of the job's timeline) and, if `placement` is
+  // submit_time; the goodput account when record.job has one), appends
+  // `events` (their job_id and sequence are assigned here: the next numbers
+  // of the job's timeline) and, if `placement` is
   // not null, records that generation's placement and rank assignments; all
   // in one transaction. The placement is recorded with the job's user, queue
   // (spec.queue; empty: kDefaultQueueName) and slots, held from the first

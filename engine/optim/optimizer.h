@@ -184,7 +184,7 @@ class Optimizer {
             std::vector<std::string> slot_names, PartialSumReducer reduce_norms, Device device,
             const std::function<Tensor(const Shape&)>& zeros);
 
-  // Device hooks (host parameters: memset, the live tensor, memmove).
+  // Device hooks (host parameters: memset, memcpy, memmove).
   virtual void ZeroTensor(const Tensor& t);
   virtual void ExportSlot(const Tensor& slot, const Tensor& host_dst) const;
   virtual void ImportSlot(const Tensor& host_src, const Tensor& slot);

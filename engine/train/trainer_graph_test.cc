@@ -10,13 +10,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -264,16 +264,22 @@ TEST(TrainerGraphTest, AsyncCheckpointFromPinnedSnapshotsMatchesASynchronousSave
   config.cuda_graphs = CudaGraphMode::kOff;
   const std::string base = ::testing::TempDir() + "/pinned_snapshot";
   std::filesystem::remove_all(base);
-  std::atomic<int64_t> last_step{0};  // the training thread writes, the writer thread reads
+  // The training thread reports steps, the writer thread waits for step 9.
+  std::mutex mu;
+  std::condition_variable stepped;
+  int64_t last_step = 0;
   bool held = false;
   TrainerOptions async;
   async.checkpoint_dir = base + "/async";
-  async.on_step = [&](const StepReport& r) { last_step = r.step; };
+  async.on_step = [&](const StepReport& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    last_step = r.step;
+    stepped.notify_all();
+  };
   async.before_checkpoint_write = [&](int64_t step) {
     if (step != 5) return;
-    // The training thread goes on meanwhile; bounded at 30 s.
-    for (int i = 0; i < 30000 && last_step < 9; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    held = last_step >= 9;
+    std::unique_lock<std::mutex> lock(mu);  // at most 30 s: a test fails, never hangs
+    held = stepped.wait_for(lock, std::chrono::seconds(30), [&] { return last_step >= 9; });
   };
   auto a = Trainer::Create(config, async);
   ASSERT_TRUE(a.ok()) << a.status();
