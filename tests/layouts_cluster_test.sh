@@ -2,9 +2,11 @@
 # Every parallel layout through the cluster: for each LAYOUT, a
 # job of SPEC runs on a real coordinator and worker with real trainers over
 # Gloo; once its first checkpoint is committed one trainer is killed -9; the
-# job restarts from a committed checkpoint and succeeds; its final weights
-# equal those of an uninterrupted `ringmaster-trainer --nproc` run of the same
-# layout within 1e-5 (relative, fp32).
+# job restarts from a committed checkpoint and succeeds, the surviving
+# ranks carrying on in their own processes (the worker adopts them for the
+# next generation); its final weights equal those of an uninterrupted
+# `ringmaster-trainer --nproc` run of the same layout within 1e-5 (relative,
+# fp32).
 #
 # Usage: layouts_cluster_test.sh CLI COORDINATOR WORKER TRAINER DIFF SPEC STEPS SETS LAYOUT...
 #   SETS: further spec overrides for every run ("key=value key=value"; may be
@@ -59,6 +61,18 @@ for layout in "${layouts[@]}"; do
     fail "$name: no committed checkpoint of step $steps"
   awk -v w="$worst" 'BEGIN { exit !(w != "" && w <= 1e-5) }' ||
     fail "$name: the final weights differ from the uninterrupted run's by $worst (> 1e-5)"
+  # The survivors carried on in their processes (worker/process_supervisor.h):
+  # the next generation adopted every one of them, and a survivor's output
+  # goes on in the next generation's log.
+  adopted=$(grep -cE "job $job generation 2: rank [0-9]+ is the process \(pid [0-9]+\) of rank [0-9]+ of generation 1" \
+    "$state/n1.log")
+  [ "$adopted" -eq $((ranks - 1)) ] ||
+    fail "$name: generation 2 adopted $adopted survivor process(es) of generation 1, expected $((ranks - 1))"
+  if [ "$ranks" -gt 1 ]; then
+    gen2=$(rm_cli logs "$job" --generation 2 --rank 0 2>&1)
+    grep -q "carrying on in this process as rank 0 of generation 2" <<<"$gen2" ||
+      fail "$name: rank 0's generation-2 log does not show it carried on: $(tail -5 <<<"$gen2")"
+  fi
   printf 'PASS %-12s killed rank %d, %s; weights within %s of --nproc (%.1fs by hand)\n' "$name" "$victim" \
     "$(grep -oE 'resuming from step [0-9]+' <<<"$resumed")" "$worst" "$ref_seconds"
 done

@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +53,52 @@ grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* context, Request 
                                   const typename ForwardReactor<Request, Response>::Method& method) {
   return new ForwardReactor<Request, Response>(context, std::move(request), response, method);
 }
+
+// One AgentService.Rejoin call: waits for the supervisor's answer
+// (ProcessSupervisor::AwaitRejoin); a cancelled call (the trainer gave up)
+// withdraws it. The answer and the cancellation may race: the first finishes.
+class RejoinReactor : public grpc::ServerUnaryReactor {
+ public:
+  RejoinReactor(ProcessSupervisor* supervisor, const v1::RejoinRequest& request, v1::RejoinResponse* response)
+      : supervisor_(supervisor), state_(std::make_shared<State>(this, response)) {
+    token_ = supervisor_->AwaitRejoin(request.job_id(), request.generation(), request.global_rank(),
+                                      [state = state_](absl::StatusOr<std::string> answer) {
+                                        state->Finish(std::move(answer));
+                                      });
+  }
+
+  void OnCancel() override {
+    supervisor_->CancelRejoin(token_);
+    std::shared_ptr<State> state = state_;  // Finish may end this reactor
+    state->Finish(absl::CancelledError("the call was cancelled"));
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  struct State {
+    State(RejoinReactor* r, v1::RejoinResponse* out) : reactor(r), response(out) {}
+    void Finish(absl::StatusOr<std::string> answer) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (finished) return;
+      finished = true;
+      if (answer.ok()) {
+        response->set_context_path(*answer);
+        reactor->Finish(grpc::Status::OK);
+      } else {
+        reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(answer.status().code()),
+                                     std::string(answer.status().message())));
+      }
+    }
+    std::mutex mu;
+    bool finished = false;
+    RejoinReactor* const reactor;
+    v1::RejoinResponse* const response;
+  };
+
+  ProcessSupervisor* const supervisor_;
+  const std::shared_ptr<State> state_;
+  uint64_t token_ = 0;
+};
 
 grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, grpc::Status status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -147,6 +195,18 @@ class AgentServer::Services {
         }
       }
       return Reject(context, grpc::Status::OK);
+    }
+
+    grpc::ServerUnaryReactor* Rejoin(grpc::CallbackServerContext* context, const v1::RejoinRequest* request,
+                                     v1::RejoinResponse* response) override {
+      if (request->job_id().empty() || request->generation() < 1) {
+        return Reject(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                            "job_id and generation: required (the generation that ended)"));
+      }
+      if (grpc::Status s = CheckSecret(supervisor_, *context, request->job_id(), request->generation()); !s.ok()) {
+        return Reject(context, s);
+      }
+      return new RejoinReactor(supervisor_, *request, response);
     }
 
    private:

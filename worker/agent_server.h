@@ -10,6 +10,9 @@
 //     them). A rank whose generation is over gets stop=true; one whose
 //     generation the coordinator asked for a checkpoint (a drain) gets
 //     checkpoint=true.
+//   - AgentService.Rejoin: a rank whose generation ended asks to carry on in
+//     the next one in its process (ProcessSupervisor::AwaitRejoin); the call
+//     presents the ending generation's secret and waits for the answer.
 //   - CheckpointService.Commit also records the checkpoint's write time and
 //     size in the WorkerMetrics.
 //   - RendezvousService and CheckpointService: forwarded to the coordinator

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -134,7 +135,11 @@ v1::RendezvousScope Scope(const std::string& job, int64_t generation, int32_t ra
 
 class AgentServerTest : public ::testing::Test {
  protected:
-  AgentServerTest() : supervisor_(&control_, Clock::Real(), [](const RankExit&) {}) {
+  AgentServerTest()
+      : supervisor_(&control_, Clock::Real(), [this](const RankExit& exit) {
+          std::lock_guard<std::mutex> lock(mu_);
+          exits_.push_back(exit);
+        }) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &coordinator_port_);
     builder.RegisterService(static_cast<v1::RendezvousService::Service*>(&coordinator_));
@@ -208,6 +213,7 @@ class AgentServerTest : public ::testing::Test {
   std::unique_ptr<v1::AgentService::Stub> stranger_agent_;
   std::mutex mu_;
   std::vector<v1::RankProgress> progress_;
+  std::vector<RankExit> exits_;
 };
 
 // Store::Add through the worker (barriers count arrivals with it).
@@ -370,6 +376,67 @@ TEST_F(AgentServerTest, ACallWithoutTheJobsSecretActsForNoRank) {
   EXPECT_TRUE(coordinator_.commits().empty());
   std::lock_guard<std::mutex> lock(mu_);
   EXPECT_TRUE(progress_.empty());
+}
+
+// A rank whose generation ended asks to carry on in the next one: the call
+// presents the generation's secret and is answered once the next
+// generation's start adopts its process (ProcessSupervisor::AwaitRejoin).
+TEST_F(AgentServerTest, RejoinIsAnsweredWhenTheNextGenerationAdoptsTheProcess) {
+  auto rejoinable = [](int64_t generation) {
+    RankLaunch launch;
+    launch.job_id = "r";
+    launch.generation = generation;
+    launch.process.path = "/fake/trainer";
+    launch.process.argv = {"/fake/trainer"};
+    launch.process.cwd = absl::StrCat("/ranks/gen-", generation, "/rank-0");
+    launch.secret = kSecret;
+    launch.rejoin_context = absl::StrCat("/ranks/gen-", generation, "/rank-0/rank.json");
+    return std::vector<RankLaunch>{launch};
+  };
+  ASSERT_TRUE(supervisor_.Start(rejoinable(1)).status.ok());
+  StartAgent();
+  v1::RejoinRequest request;
+  request.set_job_id("r");
+  request.set_generation(1);
+  request.set_global_rank(0);
+  v1::RejoinResponse response;
+  EXPECT_EQ(stranger_agent_->Rejoin(Context().get(), request, &response).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::RejoinRequest no_job = request;
+  no_job.clear_job_id();
+  EXPECT_EQ(agent_stub_->Rejoin(Context().get(), no_job, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::RejoinRequest not_rejoinable = request;
+  not_rejoinable.set_job_id("j");
+  not_rejoinable.set_generation(2);
+  grpc::Status refused = agent_stub_->Rejoin(Context().get(), not_rejoinable, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("not started rejoinable"));
+
+  // The restart's stop, then the call: the process parks (its exit is
+  // reported) and the next generation's start adopts it.
+  supervisor_.Stop("r", 1, {}, absl::Seconds(10), /*dump_state=*/true, /*restarting=*/true);
+  grpc::Status answered;
+  std::thread caller([&] { answered = agent_stub_->Rejoin(Context().get(), request, &response); });
+  auto parked = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::any_of(exits_.begin(), exits_.end(), [](const RankExit& e) { return e.job_id == "r"; });
+  };
+  const bool did_park = control_.WaitFor(parked, absl::Seconds(10));
+  const StartOutcome next = supervisor_.Start(rejoinable(2));
+  caller.join();
+  ASSERT_TRUE(did_park);
+  EXPECT_EQ(next.adopted.size(), 1u);
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(response.context_path(), "/ranks/gen-2/rank-0/rank.json");
+
+  // A caller that gives up first (no restart came): its call ends with its
+  // deadline, and the supervisor drops its answer.
+  std::vector<RankLaunch> other = rejoinable(1);
+  other[0].job_id = "r2";
+  ASSERT_TRUE(supervisor_.Start(other).status.ok());
+  request.set_job_id("r2");
+  EXPECT_EQ(agent_stub_->Rejoin(Context(absl::Milliseconds(200)).get(), request, &response).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 TEST_F(AgentServerTest, ACommittedCheckpointsWriteTimeAndSizeReachTheMetrics) {

@@ -38,6 +38,17 @@ bool LogShipper::Watch(const LogSource& source) {
   return true;
 }
 
+void LogShipper::Retarget(const LogSource& source) {
+  std::lock_guard<std::mutex> lock(sources_mu_);
+  auto it = tails_.find(Key{source.job_id, source.generation, source.rank});
+  if (it == tails_.end()) return;
+  Tail& tail = it->second;
+  if (tail.fd >= 0) close(tail.fd);
+  tail.fd = -1;
+  tail.partial.clear();
+  tail.source = source;
+}
+
 void LogShipper::Finish(const std::string& job_id, int64_t generation, int32_t rank) {
   std::lock_guard<std::mutex> lock(sources_mu_);
   Key key{job_id, generation, rank};

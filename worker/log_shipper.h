@@ -64,6 +64,11 @@ class LogShipper {
   // (false) for a rank already watched or already finished. The file need
   // not exist yet.
   bool Watch(const LogSource& source);
+  // The watched rank's output goes on in another file (a parked process of an
+  // older generation became this rank: worker/process_supervisor.h): its
+  // tail reads source.path from source.offset from now on. No-op for a rank
+  // not watched.
+  void Retarget(const LogSource& source);
   // The rank exited: reads its file to the end, sends the unterminated last
   // line, and stops watching it.
   void Finish(const std::string& job_id, int64_t generation, int32_t rank);

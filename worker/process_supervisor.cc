@@ -37,7 +37,21 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
   }
   std::vector<RankExit> failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // A survivor of the restart still on its way to AwaitRejoin (its stop
+    // came, its call not yet: it is finishing a step) is waited for, at most
+    // park_wait, so that this start can adopt it.
+    auto on_its_way = [&] {
+      for (const auto& [pid, process] : processes_) {
+        if (process.job_id == job_id && process.generation < generation &&
+            process.park_by != absl::InfiniteFuture()) {
+          return true;
+        }
+      }
+      return false;
+    };
+    changed_.wait_until(lock, absl::ToChronoTime(absl::Now() + options_.park_wait),
+                        [&] { return shutting_down_ || !on_its_way(); });
     if (shutting_down_) {
       outcome.status = absl::UnavailableError("start: the worker is shutting down");
       return outcome;
@@ -54,6 +68,7 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
       return outcome;
     }
     if (generation > fence.generation) {
+      for (const RankLaunch& launch : launches) AdoptLocked(launch, &outcome);
       for (auto& [pid, process] : processes_) {
         if (process.job_id == job_id && process.generation < generation) {
           spdlog::warn("job {}: generation {} supersedes rank {} of generation {}: stopping it", job_id, generation,
@@ -62,6 +77,7 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
         }
       }
       fence = JobFence{generation, {}, false, false};
+      for (const auto& [rank, log] : outcome.adopted) fence.started.insert(rank);
     }
     for (const RankLaunch& launch : launches) {
       if (fence.started.count(launch.global_rank) > 0) {
@@ -94,6 +110,8 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
       process.start_time = clock_->Now();
       process.log_path = launch.process.log_path;
       process.secret = launch.secret;
+      process.rejoinable = !launch.rejoin_context.empty();
+      if (process.rejoinable) process.rejoin_key = RejoinKey(launch.process);
       processes_[*pid] = std::move(process);
       fence.started.insert(launch.global_rank);
       outcome.started.push_back(launch.global_rank);
@@ -102,12 +120,13 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
   }
   std::sort(outcome.started.begin(), outcome.started.end());
   control_->Interrupt();  // the reaper recomputes its wait
+  Flush();
   for (const RankExit& exit : failed) on_exit_(exit);
   return outcome;
 }
 
 int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const std::vector<int32_t>& ranks,
-                            absl::Duration grace, bool dump_state) {
+                            absl::Duration grace, bool dump_state, bool restarting) {
   int signalled = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -125,11 +144,22 @@ int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const
       bool older = process.generation < generation;
       bool named = process.generation == generation && (wanted.empty() || wanted.count(process.global_rank) > 0);
       if (!older && !named) continue;
-      StopLocked(pid, process, grace, dump_state && named);
       ++signalled;
+      if (restarting && named && process.rejoinable && !process.stopping) {
+        if (process.reply) {
+          ParkLocked(pid, process);
+        } else if (process.park_by == absl::InfiniteFuture()) {
+          process.park_by = clock_->Now() + options_.park_wait;
+          process.park_grace = grace;
+          process.park_dump = dump_state;
+        }
+        continue;
+      }
+      StopLocked(pid, process, grace, dump_state && named);
     }
   }
   control_->Interrupt();
+  Flush();
   return signalled;
 }
 
@@ -148,6 +178,10 @@ void ProcessSupervisor::StopLocked(int64_t pid, Process& process, absl::Duration
   const absl::Time now = clock_->Now();
   const bool dump = dump_state && grace > absl::ZeroDuration() && options_.state_dump_wait > absl::ZeroDuration();
   absl::Time kill_at = now + std::max(grace, absl::ZeroDuration());
+  ReplyLocked(process, absl::FailedPreconditionError(absl::StrCat(
+                           "rank ", process.global_rank, " of job ", process.job_id, " generation ",
+                           process.generation, " is being stopped: it will not be adopted by a next generation")));
+  process.park_by = process.adopt_by = absl::InfiniteFuture();
   if (!process.stopping) {
     process.stopping = true;
     if (dump) {
@@ -179,6 +213,7 @@ void ProcessSupervisor::Shutdown(absl::Duration grace) {
       for (auto& [pid, process] : processes_) StopLocked(pid, process, grace);
     }
     control_->Interrupt();
+    Flush();
     reaper_.join();
   });
 }
@@ -298,6 +333,9 @@ absl::Duration ProcessSupervisor::NextWakeLocked() const {
   absl::Duration wait = options_.reap_interval;
   const absl::Time now = clock_->Now();
   for (const auto& [pid, process] : processes_) {
+    for (absl::Time due : {process.rejoin_by, process.park_by, process.adopt_by}) {
+      if (due != absl::InfiniteFuture()) wait = std::min(wait, std::max(due - now, absl::ZeroDuration()));
+    }
     if (process.stopping && !process.killed)
       wait = std::min(wait, std::max(process.kill_at - now, absl::ZeroDuration()));
     if (process.stopping && !process.termed && !process.killed)
@@ -307,9 +345,27 @@ absl::Duration ProcessSupervisor::NextWakeLocked() const {
 }
 
 void ProcessSupervisor::KillDue() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   const absl::Time now = clock_->Now();
   for (auto& [pid, process] : processes_) {
+    if (process.rejoin_by <= now) {
+      ReplyLocked(process, absl::FailedPreconditionError(
+                               absl::StrCat("no restart of generation ", process.generation, " came within ",
+                                            absl::FormatDuration(options_.park_wait))));
+    }
+    if (process.park_by <= now) {
+      spdlog::info("job {} generation {}: rank {} (pid {}) did not ask to rejoin within {}: stopping it",
+                   process.job_id, process.generation, process.global_rank, pid,
+                   absl::FormatDuration(options_.park_wait));
+      process.park_by = absl::InfiniteFuture();
+      StopLocked(pid, process, process.park_grace, process.park_dump);
+    }
+    if (process.adopt_by <= now) {
+      spdlog::info("job {} generation {}: parked rank {} (pid {}) was not adopted within {}: stopping it",
+                   process.job_id, process.generation, process.global_rank, pid,
+                   absl::FormatDuration(options_.adopt_wait));
+      StopLocked(pid, process, options_.supersede_grace);
+    }
     if (process.stopping && !process.termed && !process.killed && process.term_at <= now) {
       process.termed = true;  // its state dump had its time
       if (absl::Status s = control_->SignalGroup(pid, SIGTERM); !s.ok()) spdlog::warn("{}", s.ToString());
@@ -320,6 +376,8 @@ void ProcessSupervisor::KillDue() {
     process.killed = true;
     if (absl::Status s = control_->SignalGroup(pid, SIGKILL); !s.ok()) spdlog::warn("{}", s.ToString());
   }
+  lock.unlock();
+  Flush();
 }
 
 void ProcessSupervisor::HandleExit(const ProcessExit& exit) {
@@ -328,9 +386,11 @@ void ProcessSupervisor::HandleExit(const ProcessExit& exit) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = processes_.find(exit.pid);
     if (it == processes_.end()) return;
+    ReplyLocked(it->second, absl::FailedPreconditionError("the process exited"));
     process = std::move(it->second);
     processes_.erase(it);
   }
+  Flush();
   // The leader is gone; what it left in its group (grandchildren) goes too.
   if (absl::Status s = control_->SignalGroup(exit.pid, SIGKILL); !s.ok()) spdlog::warn("{}", s.ToString());
   RankExit report;
@@ -343,6 +403,11 @@ void ProcessSupervisor::HandleExit(const ProcessExit& exit) {
   report.stopped_by_worker = process.stopping;
   report.time = clock_->Now();
   report.log_tail = ReadTail(process.log_path);
+  if (process.parked) {  // its exit was reported when it parked
+    spdlog::info("job {} generation {}: parked rank {} (pid {}) ended", report.job_id, report.generation,
+                 report.global_rank, report.pid);
+    return;
+  }
   if (exit.signal != 0) {
     spdlog::info("job {} generation {}: rank {} (pid {}) was killed by signal {}", report.job_id, report.generation,
                  report.global_rank, report.pid, report.signal);

@@ -22,10 +22,31 @@
 //     older rank of the job and fences the generations before it.
 // CheckCaller applies the same fencing to requests from trainers.
 //
+// Rejoining, for a restart that keeps the survivors' processes: a rank
+// started rejoinable (RankLaunch::rejoin_context) whose generation ended while
+// it lives calls AwaitRejoin (its world broke when a peer died, or it was told
+// to stop). A stop order marked restarting gives such a rank park_wait to make
+// that call instead of the state dump and SIGTERM; once both the order and
+// the call are in, the rank is parked: its exit is reported (stopped by the
+// worker: the coordinator frees its slot and places the next generation) while
+// its process waits, idle, for up to adopt_wait. A start order of a newer
+// generation that comes while such a rank is still on its way to the call
+// waits for it (at most park_wait) before it starts anything. A start order
+// of a newer generation of the job adopts a parked process for a rank it would start
+// (same program, environment and account; the same rank when it can): the
+// process becomes that rank, with the new generation's secret, and its
+// AwaitRejoin is answered with the new rank context. Parked processes the
+// start does not adopt are stopped. Everything else ends as before: a rank
+// that does not call in time is dumped and stopped, a call that no restarting
+// stop follows within park_wait is answered with an error (the rank exits and
+// its exit is a failure as before), a stop that is not restarting answers it
+// with an error and stops the rank.
+//
 // Thread-safe. The exit callback runs on the reaper thread (or, for a rank
 // that could not be started, on the thread that called Start), never with
 // the supervisor's lock held, so it may call back into the supervisor.
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -51,6 +72,12 @@ struct RankLaunch {
   // The generation's rendezvous secret (StartRanks.rendezvous_secret): a call
   // on the agent socket acts for this rank only when it presents it.
   std::string secret;
+  // Non-empty: the rank is rejoinable, and this is the path of its rank
+  // context. A process started from this launch may wait for the job's next
+  // generation (AwaitRejoin); this launch may adopt a parked process of an
+  // older generation instead of starting one (its AwaitRejoin is answered with
+  // this path).
+  std::string rejoin_context;
 };
 
 // How a rank's process ended.
@@ -85,6 +112,9 @@ struct StartOutcome {
   // OK, or why the other ranks were not started (their exits are reported
   // through the callback: exit_code 127).
   absl::Status status;
+  // Ranks of `started` that are parked processes this call adopted, with the
+  // log file their output goes on to (the one they were started with).
+  std::map<int32_t, std::string> adopted;
 };
 
 // What a request from a trainer is, fencing-wise.
@@ -120,7 +150,17 @@ struct SupervisorOptions {
   // owner): a rank whose launch names no account, or root, is not started
   // (its exit reported as for any other start failure).
   bool require_run_as = false;
+  // How long a rejoinable rank of a restarting generation has to call
+  // AwaitRejoin before it is stopped as any other; and how long such a call
+  // waits for the restarting stop order before it is answered with an error.
+  absl::Duration park_wait = absl::Seconds(2);
+  // How long a parked rank waits for a start order to adopt it.
+  absl::Duration adopt_wait = absl::Seconds(60);
 };
+
+// The answer to AwaitRejoin: the next generation's rank context, or why the
+// process will not be adopted.
+using RejoinReply = std::function<void(absl::StatusOr<std::string> context_path)>;
 
 class ProcessSupervisor {
  public:
@@ -133,7 +173,9 @@ class ProcessSupervisor {
   ProcessSupervisor(const ProcessSupervisor&) = delete;
   ProcessSupervisor& operator=(const ProcessSupervisor&) = delete;
 
-  // Starts ranks of one job generation (see the fencing rules above).
+  // Starts ranks of one job generation (see the fencing rules above). Blocks
+  // for at most park_wait while a survivor of the job is on its way to
+  // AwaitRejoin (see Rejoining above).
   // status: INVALID_ARGUMENT when the launches name different jobs or
   // generations, or a generation < 1; FAILED_PRECONDITION for an older or a
   // stopped generation; UNAVAILABLE after Shutdown; or the first spawn error.
@@ -145,8 +187,20 @@ class ProcessSupervisor {
   // first. A rank already stopping keeps the earlier of its two kill
   // deadlines. Returns how many ranks were signalled; 0 for an older
   // generation (ignored). Never blocks for the grace period.
+  // With `restarting`, a rejoinable rank of the generation named may park
+  // instead (see Rejoining above).
   int Stop(const std::string& job_id, int64_t generation, const std::vector<int32_t>& ranks, absl::Duration grace,
-           bool dump_state = false);
+           bool dump_state = false, bool restarting = false);
+
+  // Rank `rank` of (job_id, generation) asks to carry on in the job's next
+  // generation (see Rejoining above). `reply` is called once, never with the
+  // supervisor's lock held: with the new rank context when a start adopts the
+  // process, else with an error (FAILED_PRECONDITION; at once for a rank that
+  // does not run here, is not rejoinable or is being stopped). Returns a
+  // token for CancelRejoin.
+  uint64_t AwaitRejoin(const std::string& job_id, int64_t generation, int32_t rank, RejoinReply reply);
+  // The caller gave up (its call was cancelled): `reply` is dropped uncalled.
+  void CancelRejoin(uint64_t token);
 
   // Refuses new starts, stops every rank (grace as in Stop) and returns once
   // every child is reaped and every exit reported. Idempotent.
@@ -185,6 +239,17 @@ class ProcessSupervisor {
     bool killed = false;
     absl::Time term_at = absl::InfiniteFuture();  // after the state dump
     absl::Time kill_at = absl::InfiniteFuture();
+    // Rejoining (see above). rejoin_key: what an adopting launch must match.
+    bool rejoinable = false;
+    std::string rejoin_key;
+    RejoinReply reply;  // an AwaitRejoin waiting
+    uint64_t reply_token = 0;
+    absl::Time rejoin_by = absl::InfiniteFuture();  // the call's wait for a restarting stop
+    absl::Time park_by = absl::InfiniteFuture();    // a restarting stop's wait for the call
+    absl::Duration park_grace;                      // that stop's grace and dump, if it ends so
+    bool park_dump = false;
+    bool parked = false;  // its exit was reported; waits for adoption
+    absl::Time adopt_by = absl::InfiniteFuture();
   };
   // The newest generation of a job this node was told about.
   struct JobFence {
@@ -201,7 +266,16 @@ class ProcessSupervisor {
   void HandleExit(const ProcessExit& exit);
   void KillDue();
   // SIGTERM now, SIGKILL at now + grace.
+  // Answers a waiting AwaitRejoin with an error.
   void StopLocked(int64_t pid, Process& process, absl::Duration grace, bool dump_state = false);
+  // The restarting stop and the AwaitRejoin are both in: reports the exit.
+  void ParkLocked(int64_t pid, Process& process);
+  // Adopts a parked process for `launch` if one matches; true if it did.
+  bool AdoptLocked(const RankLaunch& launch, StartOutcome* outcome);
+  void ReplyLocked(Process& process, absl::StatusOr<std::string> answer);
+  // Sends the replies and parked exits queued under the lock.
+  void Flush();
+  static std::string RejoinKey(const SpawnRequest& process);
   absl::Duration NextWakeLocked() const;
   std::string ReadTail(const std::string& path) const;
 
@@ -214,6 +288,10 @@ class ProcessSupervisor {
   std::map<int64_t, Process> processes_;  // by pid (= pgid)
   std::map<std::string, JobFence> jobs_;  // by job id
   bool shutting_down_ = false;
+  std::condition_variable changed_;  // a process parked, stopped or exited (Flush)
+  uint64_t next_reply_token_ = 0;
+  std::vector<std::pair<RejoinReply, absl::StatusOr<std::string>>> replies_due_;
+  std::vector<RankExit> exits_due_;
 
   std::once_flag shutdown_once_;
   std::thread reaper_;

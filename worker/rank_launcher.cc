@@ -221,6 +221,13 @@ absl::StatusOr<std::vector<RankLaunch>> RankLauncher::Prepare(const v1::StartRan
     launch.process.env = EnvList(env);
     if (!account.is_worker) launch.process.credentials = SpawnOptions::Credentials{account.uid, account.gid, account.groups};
     launch.process.log_path = RankLogPath(options_.state_dir, order.job_id(), order.generation(), rank);
+    // The built-in trainer on the CPU can carry on in a restart's next
+    // generation in its process (its Gloo world fails fast and is torn down
+    // whole). Not on a GPU: a rank blocked in an NCCL collective needs
+    // ncclCommAbort first, which it does not do yet.
+    if (!order.spec().has_program() && order.spec().resources().device() == v1::ResourceSpec::CPU) {
+      launch.rejoin_context = files.context_path;
+    }
     launches.push_back(std::move(launch));
   }
   return launches;
@@ -270,6 +277,11 @@ v1::StartRanksResult RankLauncher::Start(const v1::StartRanks& order) {
   }
   StartOutcome outcome = supervisor_->Start(*launches);
   for (int32_t rank : outcome.started) result.add_started_ranks(rank);
+  if (shipper_ != nullptr) {
+    for (const auto& [rank, log_path] : outcome.adopted) {  // its output goes on in its first log
+      shipper_->Retarget(LogSource{order.job_id(), order.generation(), rank, log_path, FileSize(log_path)});
+    }
+  }
   for (const RankLaunch* launch : newly_watched) {
     bool started =
         std::find(outcome.started.begin(), outcome.started.end(), launch->global_rank) != outcome.started.end();
@@ -285,7 +297,8 @@ int RankLauncher::Stop(const v1::StopRanks& order) {
     grace = FromProtoDuration(order.grace_period());
   }
   std::vector<int32_t> ranks(order.global_ranks().begin(), order.global_ranks().end());
-  int signalled = supervisor_->Stop(order.job_id(), order.generation(), ranks, grace, order.dump_state());
+  int signalled =
+      supervisor_->Stop(order.job_id(), order.generation(), ranks, grace, order.dump_state(), order.restarting());
   spdlog::info("job {} generation {}: stop order ({}), {} rank(s) signalled, grace {}", order.job_id(),
                order.generation(), order.reason().empty() ? "no reason given" : order.reason(), signalled,
                absl::FormatDuration(grace));

@@ -21,7 +21,13 @@
 //         no_new_privs), or the worker's own (--run-as self)
 //   cwd:  <state-dir>/ranks/<job>/gen-<g>/rank-<r>/
 //   stdout+stderr appended to <state-dir>/jobs/<job>/gen-<g>/rank-<r>.log
-//         (opened by the worker; the rank cannot reach the file otherwise)
+//         (opened by the worker; the rank cannot reach the file otherwise;
+//         a rank that is an adopted process of an older generation goes on
+//         writing to the log it was started with, shipped as the new rank's)
+//   rejoin: the built-in trainer on the CPU is started rejoinable
+//         (RankLaunch::rejoin_context): after a restart's stop it may wait
+//         for the next generation in its process, and a start order adopts
+//         it for a rank of this node (worker/process_supervisor.h)
 //   env:  built, never inherited from the worker:
 //           PATH=/usr/local/bin:/usr/bin:/bin, then the node's (LANG and
 //             LC_ALL as the worker has them, the operator's --rank-env),

@@ -53,6 +53,7 @@ TEST_F(JobControllerFailureTest, RestartsUpToMaxRestartsThenFails) {
     ASSERT_EQ(listener_.stops().size(), 1u);
     EXPECT_EQ(listener_.stops()[0].generation, gen);
     EXPECT_TRUE(listener_.stops()[0].dump_state);  // a failed generation: state dump first
+    EXPECT_TRUE(listener_.stops()[0].restarting);  // survivors may wait for the next generation
     EXPECT_EQ(listener_.stops()[0].reason,
               absl::StrCat("generation ", gen, " restarting: rank 1 on host-a exited with code 1: RuntimeError: boom"));
     controller_->Tick();
@@ -79,9 +80,12 @@ TEST_F(JobControllerFailureTest, RestartsUpToMaxRestartsThenFails) {
     ASSERT_EQ(State(id), v1::JOB_STATE_RUNNING);
   }
   // Out of restarts.
+  listener_.Clear();
   Exit(id, 0, -1, "", false);
   v1::Job job = MustGet(id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  ASSERT_EQ(listener_.stops().size(), 1u);
+  EXPECT_FALSE(listener_.stops()[0].restarting);  // over: nothing to wait for
   EXPECT_EQ(job.reason(), "RankExited");
   EXPECT_EQ(job.restarts(), 2);
   EXPECT_EQ(job.message(), "rank 0 on host-a exited with code -1; no restarts left (max_restarts 2)");

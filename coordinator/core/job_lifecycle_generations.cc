@@ -255,7 +255,10 @@ absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFa
     stop_reason = absl::StrCat("generation ", job.generation(), " restarting: ", why);
   }
   std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, failure.lost_node);
-  for (StopOrder& order : stop) order.dump_state = failure.dump_state;
+  for (StopOrder& order : stop) {
+    order.dump_state = failure.dump_state;
+    order.restarting = !give_up;
+  }
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
   entry.failure_detected = give_up ? absl::InfinitePast() : clock_->Now();
   entry.drain.reset();

@@ -121,6 +121,9 @@ struct StopOrder {
   absl::Duration grace_period;
   std::string reason;
   bool dump_state = false;  // the generation failed: ranks dump their state first
+  // The job restarts in a new generation: rejoinable ranks may wait for it
+  // in their process (StopRanks.restarting).
+  bool restarting = false;
 };
 
 // Ask a generation's ranks on one node for a checkpoint now (NodeService

@@ -30,6 +30,7 @@ v1::StopRanks StopRanksProto(const StopOrder& order) {
   *out.mutable_grace_period() = ToProtoDuration(order.grace_period);
   out.set_reason(order.reason);
   out.set_dump_state(order.dump_state);
+  out.set_restarting(order.restarting);
   return out;
 }
 

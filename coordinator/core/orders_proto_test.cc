@@ -77,6 +77,9 @@ TEST(OrdersProtoTest, StopOrders) {
   EXPECT_EQ(stop.grace_period().seconds(), 30);
   EXPECT_EQ(stop.reason(), "cancelled");
   EXPECT_TRUE(stop.dump_state());
+  EXPECT_FALSE(stop.restarting());
+  order.restarting = true;
+  EXPECT_TRUE(StopRanksProto(order).restarting());
 }
 
 }  // namespace

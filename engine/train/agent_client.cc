@@ -153,6 +153,19 @@ void AgentClient::SendLoop() {
   }
 }
 
+absl::StatusOr<std::string> AgentClient::AwaitRejoin(absl::Duration wait) {
+  v1::RejoinRequest request;
+  request.set_job_id(job_);
+  request.set_generation(generation_);
+  request.set_global_rank(rank_);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(absl::ToInt64Milliseconds(wait)));
+  v1::RejoinResponse response;
+  RETURN_IF_ERROR(FromGrpcStatus(agent_->Rejoin(&context, request, &response), "rejoin"));
+  if (response.context_path().empty()) return absl::InternalError("rejoin: the worker named no rank context");
+  return response.context_path();
+}
+
 bool AgentClient::checkpoint_requested() const {
   std::lock_guard<std::mutex> lock(mu_);
   return checkpoint_requested_;

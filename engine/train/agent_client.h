@@ -61,6 +61,12 @@ class AgentClient {
   // resume from cannot be read back (`damage` says why), so that the next
   // generation resumes from another. Retried like a commit.
   absl::Status ReportDamaged(const v1::CheckpointInfo& checkpoint, const std::string& damage);
+  // This rank's generation ended while the process lives (its world broke,
+  // or it was told to stop): asks the worker to carry it on in the job's
+  // next generation (AgentService.Rejoin). The next generation's rank context
+  // path, or why not (the rank then exits as it would have). Waits at most
+  // `wait`; the worker answers sooner.
+  absl::StatusOr<std::string> AwaitRejoin(absl::Duration wait);
   // The coordinator answered a report with "stop" (cancelled, or the
   // generation is over).
   bool stop_requested() const;
