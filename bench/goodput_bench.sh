@@ -14,6 +14,8 @@
 #     events (before issue #30) gives only detection -> RUNNING, shown as such;
 #   - the checkpoint stall (per committed checkpoint: median and max);
 #   - the checkpoint interval in force (and why), and the checkpoints taken;
+#   - how the restarted ranks came back: survivors the next generation
+#     adopted in their processes, ranks started as new processes;
 #   - the wall time from submission to the end.
 #
 # Usage: bench/goodput_bench.sh [--example gpt|mlp] [--steps N]
@@ -105,6 +107,11 @@ fi
 wait_until 1800 "job $job did not end within 30 min" over
 t1=$(date +%s.%N)
 rm_cli -o json describe "$job" >"$state/describe.json" 2>&1 || fail "describe $job"
+# Survivors the next generation adopted (worker/process_supervisor.h) and
+# ranks it started as new processes, from the worker's log.
+adopted=$(grep -cE "job $job generation [0-9]+: rank [0-9]+ is the process" "$state/bench-node.log")
+started=$(grep -cE "job $job generation ([2-9]|[1-9][0-9]+): started rank" "$state/bench-node.log")
+echo "restarted ranks: $adopted survivor(s) carried on in their processes, $started started as new processes"
 python3 - "$state/describe.json" "$t0" "$t1" "$kills" <<'EOF'
 import datetime, json, statistics, sys
 doc = json.load(open(sys.argv[1]))
