@@ -284,22 +284,19 @@ GenerationEnd RunGeneration(const RankContext& context, const RankFlags& flags,
   absl::Status run = (*trainer)->Run();
   progress.Finish();
   // Its world broke (a peer died: Gloo's UNAVAILABLE) or the worker stopped
-  // it mid-run: on the CPU, ask to carry on in the next generation in this
-  // process. Its state is rolled back to the checkpoint all the same: the
-  // trainer and the world go, the data sets stay.
-  const bool world_broke = !run.ok() && run.code() == absl::StatusCode::kUnavailable;
-  const bool stopped = run.ok() && agent && agent->stop_requested() && (*trainer)->step() < (*trainer)->total_steps();
+  // it mid-run (CANCELLED at the next step): on the CPU, ask to carry on in
+  // the next generation in this process. Its state is rolled back to the
+  // checkpoint all the same: the trainer and the world go, the data sets stay.
+  const bool world_broke = run.code() == absl::StatusCode::kUnavailable;
+  const bool stopped = run.code() == absl::StatusCode::kCancelled && agent && agent->stop_requested();
   if (agent && world && config->device == ringmaster::engine::Device::kCpu && (world_broke || stopped)) {
     spdlog::warn("generation {} of job {} ended for this rank at step {} ({}): asking to carry on in the next one",
-                 context.generation(), context.job_id(), (*trainer)->step(),
-                 world_broke ? std::string(run.message()) : "stopped by the worker");
+                 context.generation(), context.job_id(), (*trainer)->step(), std::string(run.message()));
     trainer->reset();  // before the world it uses
     world.reset();
     absl::StatusOr<std::string> next = agent->AwaitRejoin(kRejoinWait);
     if (next.ok()) return {0, *std::move(next)};
     spdlog::info("not carried on: {}", std::string(next.status().message()));
-    if (world_broke) return {Fail(run, commit_refused)};
-    return {0};
   }
   if (!run.ok()) return {Fail(run, commit_refused)};
   if (!rank0) {

@@ -153,7 +153,9 @@ struct SupervisorOptions {
   // How long a rejoinable rank of a restarting generation has to call
   // AwaitRejoin before it is stopped as any other; and how long such a call
   // waits for the restarting stop order before it is answered with an error.
-  absl::Duration park_wait = absl::Seconds(2);
+  // (A survivor notices its broken world at its next collective: after the
+  // step, or the evaluation, it was in.)
+  absl::Duration park_wait = absl::Seconds(5);
   // How long a parked rank waits for a start order to adopt it.
   absl::Duration adopt_wait = absl::Seconds(60);
 };

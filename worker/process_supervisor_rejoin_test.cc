@@ -134,9 +134,9 @@ TEST_F(RejoinTest, ARankThatDoesNotAskInTimeIsDumpedAndStoppedAsBefore) {
   ASSERT_TRUE(supervisor_.Start(RejoinLaunches("j", 1, {0})).status.ok());
   const int64_t pid = control_.PidOf(0, 1);
   supervisor_.Stop("j", 1, {}, absl::Seconds(10), /*dump_state=*/true, /*restarting=*/true);
-  clock_.Advance(absl::Seconds(1));
+  clock_.Advance(absl::Seconds(4));
   EXPECT_FALSE(control_.WaitFor([&] { return !control_.signals().empty(); }, absl::Milliseconds(100)));
-  clock_.Advance(absl::Seconds(1));  // park_wait (2 s) is over
+  clock_.Advance(absl::Seconds(1));  // park_wait (5 s) is over
   ASSERT_TRUE(control_.WaitFor([&] { return CountSignals(pid, SIGTERM) > 0; }, absl::Seconds(10)));
   ASSERT_TRUE(WaitExits(1));
   EXPECT_EQ(exits()[0].signal, SIGTERM);
@@ -149,7 +149,7 @@ TEST_F(RejoinTest, ARankThatDoesNotAskInTimeIsDumpedAndStoppedAsBefore) {
 TEST_F(RejoinTest, ACallThatNoRestartFollowsIsRefusedAfterTheWait) {
   ASSERT_TRUE(supervisor_.Start(RejoinLaunches("j", 1, {0})).status.ok());
   Await("j", 1, 0);
-  clock_.Advance(absl::Seconds(2));
+  clock_.Advance(absl::Seconds(5));
   ASSERT_TRUE(WaitAnswers(1));
   EXPECT_EQ(answers()[0].status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(answers()[0].status().message()), HasSubstr("no restart of generation 1"));

@@ -180,6 +180,9 @@ TEST_F(JobControllerFailureTest, LostNodeRestartsItsJobsElsewhere) {
   // Only the survivor is told to stop; nothing is sent to the lost node.
   ASSERT_EQ(listener_.stops().size(), 1u);
   EXPECT_EQ(listener_.stops()[0].node_id, survivor);
+  // Its rank is blocked in a collective with the lost node: it is stopped,
+  // not left to wait for the next generation.
+  EXPECT_FALSE(listener_.stops()[0].restarting);
   // Once the survivor's rank is gone, generation 2 runs on the two live nodes.
   Exit(id, 0, -1, "", true, 1);
   controller_->Tick();

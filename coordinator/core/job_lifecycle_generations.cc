@@ -257,7 +257,10 @@ absl::Status JobLifecycle::FailGenerationLocked(Entry& entry, const GenerationFa
   std::vector<StopOrder> stop = StopOrdersLocked(entry, stop_reason, failure.lost_node);
   for (StopOrder& order : stop) {
     order.dump_state = failure.dump_state;
-    order.restarting = !give_up;
+    // A peer's exit fails the survivors' collectives at once: they may carry
+    // on in the next generation in their processes. A lost node or a hang
+    // leaves them blocked: they are stopped (and dumped) at once, as before.
+    order.restarting = !give_up && failure.kind == v1::JOB_EVENT_KIND_RANK_EXITED;
   }
   RETURN_IF_ERROR(CommitLocked(entry, std::move(next), {event}));
   entry.failure_detected = give_up ? absl::InfinitePast() : clock_->Now();

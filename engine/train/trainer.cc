@@ -184,7 +184,9 @@ absl::Status Trainer::TrainLoop() {
     if (!options_.checkpoint_dir.empty() && (CheckpointDue() || control.timed || requested || step_ == total_steps_)) {
       // A drain's checkpoint and the final one are committed before going on.
       RETURN_IF_ERROR(TakeCheckpoint(/*wait=*/requested || step_ == total_steps_));
-      checkpoint_schedule_.Checkpointed(MonotonicSeconds(), last_checkpoint_stall_seconds());
+      // A stall that paid for the snapshot buffers keeps the interval in force.
+      checkpoint_schedule_.Checkpointed(MonotonicSeconds(),
+                                        last_checkpoint_allocated() ? 0 : last_checkpoint_stall_seconds());
       if (rank() == 0 && checkpoint_schedule_.timed()) {
         spdlog::info("checkpoint interval: {}", checkpoint_schedule_.interval().why());
       }

@@ -238,6 +238,11 @@ class Trainer {
   // (rank 0: CheckpointReport::stall_seconds, and with async_checkpoints
   // false the commit too; the other ranks: the gathers); 0 before the first.
   double last_checkpoint_stall_seconds() const { return last_checkpoint_stall_seconds_; }
+  // Whether the last checkpoint allocated its snapshot buffers (the first
+  // one, or one whose shapes changed): its stall paid a one-time cost
+  // (faulting in or pinning a checkpoint's worth of host memory) that the
+  // next ones do not, so it does not choose the auto interval.
+  bool last_checkpoint_allocated() const { return last_checkpoint_allocated_; }
   // When periodic checkpoints are due, and the interval in force with why.
   const CheckpointSchedule& checkpoint_schedule() const { return checkpoint_schedule_; }
 
@@ -376,6 +381,7 @@ class Trainer {
   CheckpointSchedule checkpoint_schedule_;  // periodic checkpoints (Init, from the config)
   bool checkpoint_request_done_ = false;
   double last_checkpoint_stall_seconds_ = 0;
+  bool last_checkpoint_allocated_ = false;
   // Rank 0: the host memory of the last snapshot (checkpoint-sized), reused.
   std::vector<Tensor> snapshot_buffers_;
   bool pinned_snapshot_failed_ = false;  // warned once: the rest stay pageable

@@ -153,6 +153,7 @@ absl::Status Trainer::TakeCheckpoint(bool wait) {
   ScopedTrainingPhase phase("checkpoint snapshot");
   const absl::Time began = absl::Now();
   const bool async = options_.async_checkpoints && rank() == 0;
+  last_checkpoint_allocated_ = false;  // SnapshotBuffer sets it
   if (async && writer_ == nullptr) writer_ = std::make_unique<CheckpointWriter>();
   // The newer checkpoint waits for the older one's write and commit.
   if (async) RETURN_IF_ERROR(writer_->Wait());

@@ -71,6 +71,7 @@ Tensor Trainer::SnapshotBuffer(const Tensor& like, size_t slot) {
   Tensor& buffer = snapshot_buffers_[slot];
   if (buffer.defined() && buffer.shape() == like.shape() && buffer.dtype() == like.dtype()) return buffer;
   buffer = Tensor();  // its memory first: the new one may need the room
+  last_checkpoint_allocated_ = true;
   if (on_device() && !pinned_snapshot_failed_) {
     buffer = PinnedHostTensor(like.shape(), like.dtype());
     if (!buffer.defined()) {

@@ -372,6 +372,24 @@ TEST(TrainerTest, TimedCheckpointsComeAtControlStepsAgreedByEveryRank) {
   EXPECT_EQ(TimedCheckpointSteps(config, bounds, "auto-never"), (std::vector<int64_t>{15}));
 }
 
+// The first checkpoint allocates its snapshot buffers: its stall is not what
+// a checkpoint costs, and the interval in force (the lower bound at first)
+// stays until the second one measures it. Here the lower bound is 1 ns and
+// the measured stall gives seconds (an MTBF of 10^6 s): checkpoints at steps
+// 5 and 10, then none until the final one.
+TEST(TrainerTest, TheFirstCheckpointsStallDoesNotChooseTheAutoInterval) {
+  TrainerConfig config = MlpFp16Config();
+  config.steps = 30;
+  config.parallel.data = 2;
+  config.threads = 1;
+  config.checkpoint_interval_auto = true;
+  v1::AutoIntervalInputs bounds;
+  bounds.set_mtbf_seconds(1e6);
+  bounds.set_min_seconds(1e-9);
+  bounds.set_max_seconds(1e9);
+  EXPECT_EQ(TimedCheckpointSteps(config, bounds, "auto-first"), (std::vector<int64_t>{5, 10, 30}));
+}
+
 // Each step report carries this rank's model FLOPs (as `ringmaster plan`
 // counts them), its device's peak and the time it waited for its batch.
 TEST(TrainerTest, StepReportsCarryModelFlopsPeakAndDataWait) {
