@@ -144,6 +144,11 @@ absl::StatusOr<RankContext> HandStartContext(const HandFlags& flags) {
   return ringmaster::engine::RankContextForHandStart(*std::move(spec), hand);
 }
 
+// What the rank's log lines say it is: "trainer r3" (or "trainer" alone).
+std::string LogComponent(const RankContext& context) {
+  return context.world().world_size() > 1 ? absl::StrCat("trainer r", context.rank().global_rank()) : "trainer";
+}
+
 // How long a rank whose generation ended waits for the worker's answer to
 // its rejoin (the worker answers within its own bounds: a few seconds for the
 // restart order, a minute for the next generation's start).
@@ -366,10 +371,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<RankContext> context =
       context_path.empty() ? HandStartContext(hand) : ringmaster::engine::ReadRankContext(context_path);
   if (!context.ok()) return Fail(context.status(), context.status().code() == absl::StatusCode::kInvalidArgument);
-  const int rank = context->rank().global_rank();
-  const int world_size = context->world().world_size();
-  std::string component = world_size > 1 ? "trainer r" + std::to_string(rank) : "trainer";
-  if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, component); !s.ok()) return Fail(s);
+  if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, LogComponent(*context)); !s.ok()) return Fail(s);
   // SIGUSR1 (sent by the worker before it stops a rank): state dump to the log.
   if (absl::Status s = ringmaster::engine::InstallStateDumpHandler(STDERR_FILENO); !s.ok()) return Fail(s);
 
@@ -382,6 +384,8 @@ int main(int argc, char** argv) {
     if (!next.ok()) return Fail(next.status());
     spdlog::info("carrying on in this process as rank {} of generation {} of job {} (data sets kept)",
                  next->rank().global_rank(), next->generation(), next->job_id());
+    // Its lines name the rank it is now.
+    if (absl::Status s = ringmaster::SetupLoggingFromFlags(common, LogComponent(*next)); !s.ok()) return Fail(s);
     current = *std::move(next);
   }
 }
