@@ -137,6 +137,10 @@ int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const
       return 0;
     }
     if (generation > fence.generation) fence = JobFence{generation, {}, false};
+    // Stopped as a whole before: a later order naming ranks of it (the
+    // coordinator fencing a report that was on its way) leaves a survivor of
+    // the restart to that first order.
+    const bool stopped_before = fence.stopped && !ranks.empty();
     if (ranks.empty()) fence.stopped = true;
     const std::set<int32_t> wanted(ranks.begin(), ranks.end());
     for (auto& [pid, process] : processes_) {
@@ -144,6 +148,7 @@ int ProcessSupervisor::Stop(const std::string& job_id, int64_t generation, const
       bool older = process.generation < generation;
       bool named = process.generation == generation && (wanted.empty() || wanted.count(process.global_rank) > 0);
       if (!older && !named) continue;
+      if (stopped_before && named && (process.parked || process.park_by != absl::InfiniteFuture())) continue;
       ++signalled;
       if (restarting && named && process.rejoinable && !process.stopping) {
         if (process.reply) {

@@ -114,6 +114,27 @@ TEST_F(RejoinTest, TheRestartingStopMayComeFirst) {
   EXPECT_TRUE(answers()[0].ok());
 }
 
+// The coordinator fences a report the survivor sent before the restart with
+// a stop naming its rank: the restart's stop still governs it.
+TEST_F(RejoinTest, AStopNamingTheRankAfterTheRestartsStopLeavesItToThatOne) {
+  ASSERT_TRUE(supervisor_.Start(RejoinLaunches("j", 1, {0, 1})).status.ok());
+  const int64_t survivor = control_.PidOf(0, 1);
+  control_.Exit(control_.PidOf(1, 1), -1, SIGKILL);
+  supervisor_.Stop("j", 1, {}, absl::Seconds(10), true, true);
+  EXPECT_EQ(supervisor_.Stop("j", 1, {0}, absl::Seconds(30)), 0);  // "generation 1 of job j is over"
+  EXPECT_EQ(SignalsTo(survivor), 0);
+  Await("j", 1, 0);
+  EXPECT_EQ(supervisor_.Start(RejoinLaunches("j", 2, {0, 1})).adopted.size(), 1u);
+  ASSERT_TRUE(WaitAnswers(1));
+  EXPECT_TRUE(answers()[0].ok());
+  // A stop of the whole generation (a cancel) still stops a parked rank.
+  ASSERT_TRUE(supervisor_.Start(RejoinLaunches("k", 1, {0})).status.ok());
+  Await("k", 1, 0);
+  supervisor_.Stop("k", 1, {}, absl::Seconds(10), true, true);
+  EXPECT_EQ(supervisor_.Stop("k", 1, {}, absl::Seconds(10)), 1);
+  EXPECT_EQ(CountSignals(control_.PidOf(0, 1), SIGTERM) + CountSignals(control_.PidOf(0, 1), SIGKILL), 1);
+}
+
 TEST_F(RejoinTest, AStartWaitsForASurvivorOnItsWayToTheCall) {
   ASSERT_TRUE(supervisor_.Start(RejoinLaunches("j", 1, {0, 1})).status.ok());
   control_.Exit(control_.PidOf(1, 1), -1, SIGKILL);
