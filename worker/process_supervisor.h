@@ -40,7 +40,9 @@
 // that does not call in time is dumped and stopped, a call that no restarting
 // stop follows within park_wait is answered with an error (the rank exits and
 // its exit is a failure as before), a stop that is not restarting answers it
-// with an error and stops the rank.
+// with an error and stops the rank. A later stop naming ranks of a generation
+// already stopped as a whole (the coordinator fencing a report that was on
+// its way) leaves a parking or parked rank to the restart's stop.
 //
 // Thread-safe. The exit callback runs on the reaper thread (or, for a rank
 // that could not be started, on the thread that called Start), never with
