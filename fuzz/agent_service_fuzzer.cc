@@ -5,16 +5,20 @@
 // Unix socket in the fuzzer's process over a ProcessSupervisor with
 // in-memory processes (FakeProcessControl) running ranks 0 and 1 of the
 // harness's live job; it forwards to the whole coordinator of
-// CoordinatorHarness. Input: up to 12 calls (fuzz_input.h); op % 9 picks
-//   0 ReportMetrics, 1-6 the rendezvous calls (rpc_calls.h), 7-8 Commit and
-//   GetLatestCheckpoint.
+// CoordinatorHarness. Input: up to 12 calls (fuzz_input.h); op % 11 picks
+//   0 ReportMetrics, 1-6 the rendezvous calls, 7-9 the checkpoint calls
+//   (rpc_calls.h), 10 Rejoin.
+// Rank 1 runs rejoinable and rank 0 not: a Rejoin of rank 1 with the live
+// secret waits for a restart that never comes until its 50 ms deadline
+// withdraws it (ProcessSupervisor::CancelRejoin), and rank 1 runs on; any
+// other is refused.
 // Fixups as for the coordinator targets; without kFixJobId the job id is
 // the fuzzed one (empty: the worker fills in its only job). An inflated call
 // grows one field of its request (fuzz/inflate.h): a 70,000-entry metrics
 // map, an 8 MiB value, a commit of 70,000 files.
 // Properties: every call ends with OK or an actionable status
 // (CheckStatus); after each input the coordinator still answers for its
-// live job and the agent socket still answers.
+// live job, the agent socket still answers and the ranks started still run.
 
 #include <stdlib.h>
 
@@ -82,9 +86,11 @@ struct Worker {
       launch.process.path = "/fake/trainer";
       launch.process.argv = {"/fake/trainer"};
       launch.secret = live_secret;
+      if (rank == 1) launch.rejoin_context = "/fake/rank-1.context";
       launches.push_back(launch);
     }
-    (void)supervisor.Start(launches);  // an older generation is refused: fine
+    // An older generation is refused: fine, its ranks are not checked.
+    started = static_cast<int>(supervisor.Start(launches).started.size());
     {
       std::lock_guard<std::mutex> lock(secret_mu);
       secret = live_secret;
@@ -104,6 +110,13 @@ struct Worker {
     FUZZ_CHECK(status.error_code() != grpc::StatusCode::UNAVAILABLE &&
                    status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED,
                "after an input the agent socket no longer answers: ", status.error_message());
+    // No call stops a rank: a Rejoin its deadline withdrew leaves rank 1 running.
+    int running = 0;
+    for (const worker::RunningRankInfo& rank : supervisor.Running()) {
+      running += rank.job_id == job_id && rank.generation == generation;
+    }
+    FUZZ_CHECK(running == started, "after an input ", running, " of the ", started, " ranks of generation ", generation,
+               " run");
   }
 
   worker::FakeProcessControl control;
@@ -114,6 +127,7 @@ struct Worker {
   std::unique_ptr<v1::CheckpointService::Stub> checkpoints;
   std::string job_id;
   int64_t generation = 0;
+  int started = 0;  // ranks of (job_id, generation) started here
   std::mutex secret_mu;  // read on gRPC's threads as calls start
   std::string secret;
 };
@@ -133,7 +147,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ringmaster::fuzz::FuzzInput in(data, size);
   for (int i = 0; i < 12 && !in.empty(); ++i) {
     const FuzzCall call = ringmaster::fuzz::NextCall(in);
-    const int op = call.op % (1 + ringmaster::fuzz::kRendezvousRpcs + ringmaster::fuzz::kCheckpointRpcs);
+    const int op = call.op % (2 + ringmaster::fuzz::kRendezvousRpcs + ringmaster::fuzz::kCheckpointRpcs);
     if (op == 0) {
       v1::ReportMetricsRequest valid;
       valid.set_job_id(h.job_id());
@@ -147,6 +161,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FuzzCall rendezvous = call;
       rendezvous.op = static_cast<uint8_t>(op - 1);
       ringmaster::fuzz::CallRendezvous(h, w.rendezvous.get(), rendezvous);
+    } else if (op == 1 + ringmaster::fuzz::kRendezvousRpcs + ringmaster::fuzz::kCheckpointRpcs) {
+      v1::RejoinRequest valid;
+      valid.set_job_id(h.job_id());
+      valid.set_generation(h.generation());
+      valid.set_global_rank(1);
+      v1::RejoinRequest request = ringmaster::fuzz::Decode(call, valid);
+      request.set_job_id(h.JobId(call.fixups, request.job_id()));
+      request.set_generation(h.Generation(call.fixups, request.generation()));
+      ringmaster::fuzz::Unary(w.metrics.get(), &v1::AgentService::Stub::Rejoin, "Rejoin", request,
+                              absl::Milliseconds(50));
     } else {
       FuzzCall checkpoint = call;
       checkpoint.op = static_cast<uint8_t>(op - 1 - ringmaster::fuzz::kRendezvousRpcs);

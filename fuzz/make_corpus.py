@@ -154,9 +154,14 @@ write(N, "lease_runs_out", call(1, LIVE | ADVANCE | 0x70, seq(open_, heartbeat))
       call(1, LIVE, seq(open_, progress)))
 
 # The worker's agent socket: 0 ReportMetrics, 1-6 the rendezvous calls,
-# 7 Commit, 8 GetLatestCheckpoint.
+# 7 Commit, 8 GetLatestCheckpoint, 9 ReportDamaged, 10 Rejoin.
 A = "agent_service_fuzzer"
-write(A, "every_rpc_live", *[call(op) for op in range(9)])
+write(A, "every_rpc_live", *[call(op) for op in range(11)])
+# Rank 1 runs rejoinable: its call waits until its deadline withdraws it.
+# Rank 0 is not rejoinable; a rank, job or generation not running here, and
+# generation 0, are refused.
+write(A, "rejoin", call(10), call(10, LIVE, msg((3, 0))), call(10, LIVE, msg((3, 7))),
+      call(10, 0, msg((1, "other"), (2, 1), (3, 1))), call(10, FIX_JOB | FIX_VALID, msg((2, 0))), call(10))
 write(A, "worker_fills_scope", call(0, FIX_VALID, msg((1, ""), (2, 0), (3, 1))),
       call(3, FIX_VALID | FIX_GEN, msg((1, scope()))), call(4, FIX_VALID | FIX_GEN, msg((1, scope(rank=0)))))
 write(A, "not_this_node", call(0, 0, msg((1, "other"), (2, 1), (3, 0))), call(3, 0, msg((1, scope("other", 1, 0)))),
