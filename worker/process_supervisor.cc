@@ -12,7 +12,7 @@
 
 namespace ringmaster::worker {
 
-ProcessSupervisor::ProcessSupervisor(ProcessControl* control, const Clock* clock, ExitCallback on_exit,
+ProcessSupervisor::ProcessSupervisor(ProcessControl* control, Clock* clock, ExitCallback on_exit,
                                      SupervisorOptions options)
     : control_(control), clock_(clock), on_exit_(std::move(on_exit)), options_(options) {
   reaper_ = std::thread([this] { ReapLoop(); });
@@ -50,8 +50,8 @@ StartOutcome ProcessSupervisor::Start(const std::vector<RankLaunch>& launches) {
       }
       return false;
     };
-    changed_.wait_until(lock, absl::ToChronoTime(absl::Now() + options_.park_wait),
-                        [&] { return shutting_down_ || !on_its_way(); });
+    clock_->WaitUntil(lock, changed_, clock_->Now() + options_.park_wait,
+                      [&] { return shutting_down_ || !on_its_way(); });
     if (shutting_down_) {
       outcome.status = absl::UnavailableError("start: the worker is shutting down");
       return outcome;

@@ -171,15 +171,15 @@ class ProcessSupervisor {
   using ExitCallback = std::function<void(const RankExit&)>;
 
   // `control` and `clock` must outlive the supervisor. Starts the reaper thread.
-  ProcessSupervisor(ProcessControl* control, const Clock* clock, ExitCallback on_exit, SupervisorOptions options = {});
+  ProcessSupervisor(ProcessControl* control, Clock* clock, ExitCallback on_exit, SupervisorOptions options = {});
   // Shutdown(zero grace) unless Shutdown was called.
   ~ProcessSupervisor();
   ProcessSupervisor(const ProcessSupervisor&) = delete;
   ProcessSupervisor& operator=(const ProcessSupervisor&) = delete;
 
   // Starts ranks of one job generation (see the fencing rules above). Blocks
-  // for at most park_wait while a survivor of the job is on its way to
-  // AwaitRejoin (see Rejoining above).
+  // for at most park_wait (of `clock`) while a survivor of the job is on its
+  // way to AwaitRejoin (see Rejoining above).
   // status: INVALID_ARGUMENT when the launches name different jobs or
   // generations, or a generation < 1; FAILED_PRECONDITION for an older or a
   // stopped generation; UNAVAILABLE after Shutdown; or the first spawn error.
@@ -284,7 +284,7 @@ class ProcessSupervisor {
   std::string ReadTail(const std::string& path) const;
 
   ProcessControl* const control_;
-  const Clock* const clock_;
+  Clock* const clock_;
   const ExitCallback on_exit_;
   const SupervisorOptions options_;
 
