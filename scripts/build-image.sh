@@ -19,6 +19,12 @@
 set -euo pipefail
 # chroot, ldconfig and friends live in sbin, which a minimal PATH (Bazel tests) leaves out.
 export PATH=$PATH:/usr/sbin:/sbin
+# mmdebstrap mounts /dev, /proc and /sys into the root filesystem it builds:
+# in a mount namespace of the build's own, a build that is killed leaves no
+# mount behind (the namespace goes with its last process).
+if [ "$(id -u)" -eq 0 ] && [ -z "${RINGMASTER_IMAGE_NS:-}" ] && command -v unshare >/dev/null; then
+  RINGMASTER_IMAGE_NS=1 exec unshare --mount --propagation private "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 
 out=bazel-image
