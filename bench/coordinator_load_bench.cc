@@ -28,18 +28,13 @@
 // ends the run (exit 1, naming the phase and how far it got) if it is still
 // going after the sum of the phases' bounds. The coordinator it starts dies
 // with it (PR_SET_PDEATHSIG).
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <mutex>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,9 +44,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "bench/coordinator_process.h"
+#include "bench/load_report.h"
+#include "bench/watchdog.h"
 #include "bench/sim_node.h"
 #include "bench/sim_recorder.h"
-#include "common/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/job_service.grpc.pb.h"
 
@@ -80,57 +76,11 @@ struct Flags {
   double goal_peak_mb = 0;
 };
 
-double Seconds(steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
 // The deadline of one polling call: the phase's, and at most 10 s away.
 std::chrono::system_clock::time_point CallDeadline(steady_clock::time_point phase_deadline) {
   const steady_clock::duration left = std::max<steady_clock::duration>(phase_deadline - steady_clock::now(),
                                                                        std::chrono::milliseconds(1));
   return std::chrono::system_clock::now() + std::min<steady_clock::duration>(left, std::chrono::seconds(10));
-}
-
-// A row of the result table; goal empty: informational.
-struct Row {
-  std::string metric;
-  std::string goal;
-  std::string measured;
-  std::string result;  // "pass", "MISS" or "-"
-};
-
-Row Timed(std::string metric, double seconds, double goal_s) {
-  Row row{std::move(metric), goal_s > 0 ? absl::StrFormat("< %g s", goal_s) : "-", absl::StrFormat("%.3f s", seconds),
-          "-"};
-  if (goal_s > 0) row.result = seconds < goal_s ? "pass" : "MISS";
-  return row;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
-
-void PrintTable(const std::vector<Row>& rows) {
-  std::printf("\n%-64s %-10s %-14s %s\n", "metric", "goal", "measured", "result");
-  for (const Row& r : rows) {
-    std::printf("%-64s %-10s %-14s %s\n", r.metric.c_str(), r.goal.c_str(), r.measured.c_str(), r.result.c_str());
-  }
-  std::fflush(stdout);
-}
-
-// How the round trips over `slow_ms` are spread: a few bursts (every node
-// waiting on one stall) or all over the window (scheduling noise).
-void PrintSlowHeartbeats(const std::vector<HeartbeatSample>& samples, double slow_ms) {
-  std::set<int64_t> windows;  // 100 ms windows of the slow ones' send times
-  int slow = 0;
-  for (const HeartbeatSample& s : samples) {
-    if (s.ms <= slow_ms) continue;
-    ++slow;
-    windows.insert(std::chrono::duration_cast<std::chrono::milliseconds>(s.sent.time_since_epoch()).count() / 100);
-  }
-  std::printf("heartbeats over %.0f ms: %d of %zu, sent within %zu distinct 100-ms windows\n", slow_ms, slow,
-              samples.size(), windows.size());
 }
 
 v1::JobSpec LoadJobSpec(int nodes, int gpus) {
@@ -215,17 +165,6 @@ v1::Job WaitForState(v1::JobService::Stub* jobs, const std::string& job_id, v1::
   }
 }
 
-// The job's timeline as the coordinator recorded it, relative to submission.
-void PrintTimeline(const v1::Job& job, const std::vector<v1::JobEvent>& events) {
-  const absl::Time submit = FromProtoTime(job.submit_time());
-  std::printf("coordinator's timeline of job %s:", job.id().c_str());
-  for (const v1::JobEvent& e : events) {
-    std::printf(" %s +%.3fs", v1::JobEventKind_Name(e.kind()).substr(15).c_str(),
-                absl::ToDoubleSeconds(FromProtoTime(e.time()) - submit));
-  }
-  std::printf("\n");
-}
-
 // The goals: every node READY within 1 s; 512 x 8 ranks get the NCCL id
 // within 1 s of the submission, and the coordinator stays under 256 MB;
 // 2048 x 8 within 3 s and under 512 MB; heartbeat round trips p99 < 10 ms.
@@ -268,44 +207,234 @@ class Progress {
   std::string phase_ = "start";
 };
 
-// Ends the process (exit 1) if Disarm is not called within `bound`: the
-// last guard against a wait without a bound. Kills the coordinator it
-// started (`pid`, else 0) and removes its directory (`dir`, unless empty).
-class Watchdog {
+// One run against a coordinator (started here unless --connect): the
+// simulated nodes, then the phases in order, each adding rows to the table
+// or saying what FAILED.
+class LoadRun {
  public:
-  Watchdog(std::chrono::milliseconds bound, const Progress* progress, pid_t pid, std::string dir)
-      : thread_([this, bound, progress, pid, dir = std::move(dir)] {
-          std::unique_lock<std::mutex> lock(mu_);
-          if (cv_.wait_for(lock, bound, [&] { return disarmed_; })) return;
-          std::printf("TIMEOUT: the run is still going after %.0f s, in %s\n", Seconds(bound),
-                      progress->Describe().c_str());
-          std::fflush(stdout);
-          if (pid > 0) ::kill(pid, SIGKILL);
-          std::error_code ec;
-          if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-          std::_Exit(1);
-        }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      disarmed_ = true;
+  LoadRun(const Flags& flags, std::string address, std::unique_ptr<CoordinatorProcess> process, pid_t pid)
+      : flags_(flags),
+        n_(flags.nodes),
+        world_(flags.nodes * flags.gpus),
+        goals_(GoalsFor(flags)),
+        phase_timeout_(static_cast<int64_t>(flags.phase_timeout_s * 1000)),
+        process_(std::move(process)),
+        pid_(pid),
+        channels_(MakeChannels(address, flags.channels)),
+        jobs_(v1::JobService::NewStub(channels_[0])),
+        progress_(&recorder_),
+        // Everything waits at most: 3 phases, the id and running waits, the
+        // exits and SUCCEEDED waits (a phase timeout each), the heartbeat
+        // window, closing (10 s + the cancel grace) and the coordinator's stop (15 s).
+        watchdog_(7 * phase_timeout_ + std::chrono::milliseconds(static_cast<int64_t>(flags.duration_s * 1000)) +
+                      std::chrono::seconds(60),
+                  [this] { return progress_.Describe(); }, process_ != nullptr ? pid : 0,
+                  process_ != nullptr && !flags.keep_state ? process_->dir() : "") {
+    for (auto& channel : channels_) stubs_.push_back(std::make_unique<SimStubs>(channel));
+    for (auto& c : channels_) c->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    // A call never outlives its phase (nor the minute a real worker allows).
+    const auto rpc_timeout = std::min<std::chrono::milliseconds>(phase_timeout_, std::chrono::seconds(60));
+    for (int i = 0; i < n_; ++i) {
+      nodes_.push_back(
+          std::make_unique<SimNode>(i, flags.gpus, stubs_[i % stubs_.size()].get(), &recorder_, rpc_timeout));
     }
-    cv_.notify_all();
-    thread_.join();
+  }
+
+  // The exit status: 0 when every phase completed (and, with
+  // --enforce-goals, every goal was met).
+  int Run() {
+    heartbeats_ = std::thread([this] { HeartbeatLoop(nodes_, stop_, std::chrono::seconds(1)); });
+    Registration();
+    if (complete_) StartJob();
+    Heartbeats();
+    if (!job_id_.empty()) ExitReports();
+    Close();
+    PrintTable(rows_);
+    std::printf("%s\n", complete_ ? "all phases completed" : "INCOMPLETE: see FAILED above");
+    const int missed =
+        static_cast<int>(std::count_if(rows_.begin(), rows_.end(), [](const Row& r) { return r.result == "MISS"; }));
+    if (flags_.enforce_goals && missed > 0) std::printf("GOALS MISSED: %d (--enforce-goals)\n", missed);
+    return complete_ && !(flags_.enforce_goals && missed > 0) ? 0 : 1;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool disarmed_ = false;
-  std::thread thread_;  // last: starts once the rest is built
+  // Says what failed, where the run was, and the nodes' first errors (at
+  // once: a later phase may not end).
+  void Fail(const std::string& what) {
+    std::printf("FAILED: %s (%s)\n", what.c_str(), progress_.Describe().c_str());
+    for (const std::string& e : recorder_.first_errors()) std::printf("  %s\n", e.c_str());
+    std::fflush(stdout);
+    complete_ = false;
+  }
+
+  // (a) every node registers at once and opens its session.
+  void Registration() {
+    progress_.Enter("registration");
+    const steady_clock::time_point t_register = steady_clock::now();
+    steady_clock::time_point t_ready;
+    std::thread poller([&] { t_ready = PollReady(jobs_.get(), n_, stop_, t_register + phase_timeout_); });
+    for (auto& node : nodes_) node->Register();
+    const bool sessions = recorder_.WaitFor(Count::kSessions, n_, t_register + phase_timeout_);
+    poller.join();
+    if (!sessions || t_ready == steady_clock::time_point()) {
+      Fail(absl::StrCat("registration: not every node READY with its session within ", flags_.phase_timeout_s,
+                        " s (", recorder_.count(Count::kSessions), "/", n_, " sessions granted a lease; READY ",
+                        t_ready == steady_clock::time_point() ? "not seen" : "seen", ")"));
+    }
+    const std::string registration =
+        absl::StrCat("registration: ", n_, " nodes x ", flags_.gpus, " GPUs READY (ListNodes)");
+    if (t_ready == steady_clock::time_point()) {
+      rows_.push_back({registration, absl::StrFormat("< %g s", goals_.registration_seconds), "not reached", "MISS"});
+    } else {
+      rows_.push_back(Timed(registration, Seconds(t_ready - t_register), goals_.registration_seconds));
+    }
+    if (sessions) {
+      rows_.push_back(Timed("  ... and every Session granted a lease",
+                            Seconds(recorder_.last(Count::kSessions) - t_register), 0));
+    } else {
+      rows_.push_back({"  ... and every Session granted a lease", "-", "not reached", "-"});
+    }
+  }
+
+  // (b) a job of every GPU: its start orders and NCCL ids, then RUNNING.
+  void StartJob() {
+    progress_.Enter("job start (Submit, StartRanks, NCCL ids)");
+    const steady_clock::time_point t_submit = steady_clock::now();
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + phase_timeout_);
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = LoadJobSpec(n_, flags_.gpus);
+    v1::SubmitJobResponse response;
+    grpc::Status status = jobs_->Submit(&context, request, &response);
+    if (!status.ok()) {
+      Fail(absl::StrCat("Submit: ", status.error_message()));
+      return;
+    }
+    job_id_ = response.job().id();
+    const bool assigned = recorder_.WaitFor(Count::kAssignments, n_, t_submit + phase_timeout_);
+    const bool ids = assigned && recorder_.WaitFor(Count::kRankIds, world_, t_submit + phase_timeout_);
+    if (!ids) {
+      Fail(absl::StrCat("assignments ", recorder_.count(Count::kAssignments), "/", n_, ", NCCL ids ",
+                        recorder_.count(Count::kRankIds), "/", world_));
+    }
+    if (recorder_.rank_id_failures() > 0) Fail(absl::StrCat(recorder_.rank_id_failures(), " ranks got no NCCL id"));
+    rows_.push_back(Timed(absl::StrCat("submit -> StartRanks received by all ", n_, " nodes"),
+                          Seconds(recorder_.last(Count::kAssignments) - t_submit), 0));
+    rows_.push_back(Timed(absl::StrCat("submit -> NCCL unique id at all ", world_, " ranks"),
+                          Seconds(recorder_.last(Count::kRankIds) - t_submit), goals_.nccl_id_seconds));
+    const SimRecorder::PlacementParse parse = recorder_.placement_parse();
+    if (parse.world_size != world_) Fail(absl::StrCat("node 0's placement has world size ", parse.world_size));
+    rows_.push_back({absl::StrFormat("  (node 0 parses its slice of the placement: %zu bytes)", parse.bytes), "-",
+                     absl::StrFormat("%.3f ms", parse.ms), "-"});
+    const v1::Job running =
+        WaitForState(jobs_.get(), job_id_, v1::JOB_STATE_RUNNING, steady_clock::now() + phase_timeout_, false, nullptr);
+    if (running.state() != v1::JOB_STATE_RUNNING) {
+      Fail(absl::StrCat("job ", job_id_, " is ", v1::JobState_Name(running.state()), ", not RUNNING: ",
+                        running.message()));
+    }
+  }
+
+  // (c) heartbeats while the job runs: the round trips to their grants.
+  void Heartbeats() {
+    progress_.Enter("heartbeats");
+    recorder_.SetRecording(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(flags_.duration_s * 1000)));
+    recorder_.SetRecording(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last grants
+    const std::vector<HeartbeatSample> samples = recorder_.heartbeats();
+    std::vector<double> rtt;
+    for (const HeartbeatSample& s : samples) rtt.push_back(s.ms);
+    PrintSlowHeartbeats(samples, 10.0);
+    const std::string window =
+        absl::StrFormat("(1 Hz x %d nodes, %.0f s, %d samples)", n_, flags_.duration_s, rtt.size());
+    // Every node heartbeats once a second: at least duration - 1 per node.
+    if (rtt.size() < static_cast<size_t>(n_ * (flags_.duration_s - 1))) {
+      Fail(absl::StrCat("only ", rtt.size(), " heartbeats answered"));
+    }
+    const double p99 = Percentile(rtt, 0.99);
+    rows_.push_back({absl::StrCat("heartbeat -> lease grant p50 ", window), "-",
+                     absl::StrFormat("%.3f ms", Percentile(rtt, 0.5)), "-"});
+    rows_.push_back({"heartbeat -> lease grant p99", absl::StrFormat("< %g ms", goals_.p99_ms),
+                     absl::StrFormat("%.3f ms", p99), p99 < goals_.p99_ms ? "pass" : "MISS"});
+    rows_.push_back({"heartbeat -> lease grant max", "-", absl::StrFormat("%.3f ms", Percentile(rtt, 1.0)), "-"});
+  }
+
+  // The ranks exit 0: the job succeeds.
+  void ExitReports() {
+    progress_.Enter("exit reports");
+    const steady_clock::time_point t_exit = steady_clock::now();
+    for (auto& node : nodes_) node->ReportExits();
+    if (!recorder_.WaitFor(Count::kExits, world_, t_exit + phase_timeout_)) Fail("not every exit report was answered");
+    std::vector<v1::JobEvent> timeline;
+    const v1::Job done = WaitForState(jobs_.get(), job_id_, v1::JOB_STATE_SUCCEEDED,
+                                      steady_clock::now() + phase_timeout_, true, &timeline);
+    rows_.push_back(Timed(absl::StrCat("first exit report -> job ", v1::JobState_Name(done.state()).substr(10)),
+                          Seconds(steady_clock::now() - t_exit), 0));
+    if (done.state() != v1::JOB_STATE_SUCCEEDED) Fail(absl::StrCat("job ", job_id_, " ended ", done.message()));
+    PrintTimeline(done, timeline);
+  }
+
+  // (d) the coordinator's memory, then everything stops.
+  void Close() {
+    progress_.Enter("closing");
+    const ProcessMemory memory = pid_ > 0 ? ReadProcessMemory(pid_) : ProcessMemory{};
+    stop_ = true;
+    heartbeats_.join();
+    for (auto& node : nodes_) node->Close();
+    const steady_clock::time_point close_deadline = steady_clock::now() + std::chrono::seconds(10);
+    int cancelled = 0, stuck = 0;
+    for (auto& node : nodes_) {
+      const SimNode::Ending ending = node->WaitDone(close_deadline);
+      cancelled += ending == SimNode::Ending::kByThemselves ? 0 : 1;
+      stuck += ending == SimNode::Ending::kStuck ? 1 : 0;
+    }
+    if (cancelled > 0) Fail(absl::StrCat(cancelled, " nodes' sessions or calls did not end when closed"));
+    if (stuck > 0) {  // their callbacks may still run: the nodes cannot be destroyed
+      Fail(absl::StrCat(stuck, " nodes' calls did not end even when cancelled"));
+      if (process_ != nullptr) std::printf("coordinator %s\n", process_->Stop().c_str());
+      std::_Exit(1);
+    }
+    if (memory.vm_hwm >= 0) {
+      const double hwm_mb = static_cast<double>(memory.vm_hwm) / (1 << 20);
+      rows_.push_back({"coordinator VmHWM (peak resident set)", absl::StrFormat("< %.0f MB", goals_.peak_mb),
+                       absl::StrFormat("%.1f MB", hwm_mb), hwm_mb < goals_.peak_mb ? "pass" : "MISS"});
+      rows_.push_back({"coordinator VmRSS at the end", "-",
+                       absl::StrFormat("%.1f MB", static_cast<double>(memory.vm_rss) / (1 << 20)), "-"});
+      rows_.push_back({"coordinator threads at the end", "-", absl::StrCat(memory.threads), "-"});
+    }
+    if (process_ != nullptr) {
+      const std::string stopped = process_->Stop();
+      std::printf("coordinator %s\n", stopped.c_str());
+      if (stopped != "exited 0") Fail(absl::StrCat("coordinator ", stopped, "\n", process_->LogTail(10)));
+    }
+    if (recorder_.errors() > 0) {
+      Fail(absl::StrCat(recorder_.errors(), " errors"));
+      for (const std::string& e : recorder_.first_errors()) std::printf("  %s\n", e.c_str());
+    }
+    std::printf("stop orders received: %d\n", recorder_.stops());
+  }
+
+  const Flags& flags_;
+  const int n_, world_;
+  const Goals goals_;
+  const std::chrono::milliseconds phase_timeout_;
+  const std::unique_ptr<CoordinatorProcess> process_;  // null with --connect
+  const pid_t pid_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+  std::vector<std::unique_ptr<SimStubs>> stubs_;
+  SimRecorder recorder_;
+  Progress progress_;
+  Watchdog watchdog_;  // disarmed last but for the above, once the nodes are gone
+  std::vector<std::unique_ptr<SimNode>> nodes_;
+  std::atomic<bool> stop_{false};
+  std::thread heartbeats_;
+  std::vector<Row> rows_;
+  bool complete_ = true;
+  std::string job_id_;
 };
 
 int Run(const Flags& flags) {
-  const int n = flags.nodes;
-  const int world = flags.nodes * flags.gpus;
-  const Goals goals = GoalsFor(flags);
-  const auto phase_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.phase_timeout_s * 1000));
   std::unique_ptr<CoordinatorProcess> process;
   std::string address = flags.connect;
   pid_t pid = flags.pid;
@@ -324,181 +453,9 @@ int Run(const Flags& flags) {
     pid = process->pid();
     std::printf("coordinator pid %d on %s, state in %s\n", pid, address.c_str(), process->dir().c_str());
   }
-  std::printf("simulating %d nodes x %d GPUs (%d ranks) over %d channels; heartbeat window %.0f s\n", n, flags.gpus,
-              world, flags.channels, flags.duration_s);
-
-  std::vector<std::shared_ptr<grpc::Channel>> channels = MakeChannels(address, flags.channels);
-  std::vector<std::unique_ptr<SimStubs>> stubs;
-  for (auto& channel : channels) stubs.push_back(std::make_unique<SimStubs>(channel));
-  std::unique_ptr<v1::JobService::Stub> jobs = v1::JobService::NewStub(channels[0]);
-  for (auto& c : channels) c->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
-
-  SimRecorder recorder;
-  Progress progress(&recorder);
-  // Everything below waits at most: 3 phases, the id and running waits, the
-  // exits and SUCCEEDED waits (a phase timeout each), the heartbeat window,
-  // closing (10 s + the cancel grace) and the coordinator's stop (15 s).
-  const auto bound = 7 * phase_timeout + std::chrono::milliseconds(static_cast<int64_t>(flags.duration_s * 1000)) +
-                     std::chrono::seconds(60);
-  Watchdog watchdog(std::chrono::duration_cast<std::chrono::milliseconds>(bound), &progress,
-                    process != nullptr ? pid : 0, process != nullptr && !flags.keep_state ? process->dir() : "");
-  // A call never outlives its phase (nor the minute a real worker allows).
-  const auto rpc_timeout = std::min<std::chrono::milliseconds>(phase_timeout, std::chrono::seconds(60));
-  std::vector<std::unique_ptr<SimNode>> nodes;
-  for (int i = 0; i < n; ++i) {
-    nodes.push_back(std::make_unique<SimNode>(i, flags.gpus, stubs[i % stubs.size()].get(), &recorder, rpc_timeout));
-  }
-  std::atomic<bool> stop{false};
-  std::thread heartbeats([&] { HeartbeatLoop(nodes, stop, std::chrono::seconds(1)); });
-  std::vector<Row> rows;
-  bool complete = true;
-  // Says what failed, where the run was, and the nodes' first errors (at
-  // once: a later phase may not end).
-  auto fail = [&](const std::string& what) {
-    std::printf("FAILED: %s (%s)\n", what.c_str(), progress.Describe().c_str());
-    for (const std::string& e : recorder.first_errors()) std::printf("  %s\n", e.c_str());
-    std::fflush(stdout);
-    complete = false;
-  };
-
-  // (a) registration
-  progress.Enter("registration");
-  const steady_clock::time_point t_register = steady_clock::now();
-  steady_clock::time_point t_ready;
-  std::thread poller([&] { t_ready = PollReady(jobs.get(), n, stop, t_register + phase_timeout); });
-  for (auto& node : nodes) node->Register();
-  const bool sessions = recorder.WaitFor(Count::kSessions, n, t_register + phase_timeout);
-  poller.join();
-  if (!sessions || t_ready == steady_clock::time_point()) {
-    fail(absl::StrCat("registration: not every node READY with its session within ", flags.phase_timeout_s,
-                      " s (", recorder.count(Count::kSessions), "/", n, " sessions granted a lease; READY ",
-                      t_ready == steady_clock::time_point() ? "not seen" : "seen", ")"));
-  }
-  const std::string registration = absl::StrCat("registration: ", n, " nodes x ", flags.gpus, " GPUs READY (ListNodes)");
-  if (t_ready == steady_clock::time_point()) {
-    rows.push_back({registration, absl::StrFormat("< %g s", goals.registration_seconds), "not reached", "MISS"});
-  } else {
-    rows.push_back(Timed(registration, Seconds(t_ready - t_register), goals.registration_seconds));
-  }
-  rows.push_back(Timed("  ... and every Session granted a lease", Seconds(recorder.last(Count::kSessions) - t_register),
-                       0));
-
-  // (b) a job of every GPU
-  std::string job_id;
-  if (complete) {
-    progress.Enter("job start (Submit, StartRanks, NCCL ids)");
-    const steady_clock::time_point t_submit = steady_clock::now();
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + phase_timeout);
-    v1::SubmitJobRequest request;
-    *request.mutable_spec() = LoadJobSpec(n, flags.gpus);
-    v1::SubmitJobResponse response;
-    grpc::Status status = jobs->Submit(&context, request, &response);
-    if (!status.ok()) {
-      fail(absl::StrCat("Submit: ", status.error_message()));
-    } else {
-      job_id = response.job().id();
-      const bool assigned = recorder.WaitFor(Count::kAssignments, n, t_submit + phase_timeout);
-      const bool ids = assigned && recorder.WaitFor(Count::kRankIds, world, t_submit + phase_timeout);
-      if (!ids) fail(absl::StrCat("assignments ", recorder.count(Count::kAssignments), "/", n, ", NCCL ids ",
-                                  recorder.count(Count::kRankIds), "/", world));
-      if (recorder.rank_id_failures() > 0) fail(absl::StrCat(recorder.rank_id_failures(), " ranks got no NCCL id"));
-      rows.push_back(Timed(absl::StrCat("submit -> StartRanks received by all ", n, " nodes"),
-                           Seconds(recorder.last(Count::kAssignments) - t_submit), 0));
-      rows.push_back(Timed(absl::StrCat("submit -> NCCL unique id at all ", world, " ranks"),
-                           Seconds(recorder.last(Count::kRankIds) - t_submit), goals.nccl_id_seconds));
-      const SimRecorder::PlacementParse parse = recorder.placement_parse();
-      if (parse.world_size != world) fail(absl::StrCat("node 0's placement has world size ", parse.world_size));
-      rows.push_back({absl::StrFormat("  (node 0 parses its slice of the placement: %zu bytes)", parse.bytes), "-",
-                      absl::StrFormat("%.3f ms", parse.ms), "-"});
-      const v1::Job running =
-          WaitForState(jobs.get(), job_id, v1::JOB_STATE_RUNNING, steady_clock::now() + phase_timeout, false, nullptr);
-      if (running.state() != v1::JOB_STATE_RUNNING) {
-        fail(absl::StrCat("job ", job_id, " is ", v1::JobState_Name(running.state()), ", not RUNNING: ",
-                          running.message()));
-      }
-    }
-  }
-
-  // (c) heartbeats while the job runs
-  progress.Enter("heartbeats");
-  recorder.SetRecording(true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(flags.duration_s * 1000)));
-  recorder.SetRecording(false);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last grants
-  const std::vector<HeartbeatSample> samples = recorder.heartbeats();
-  std::vector<double> rtt;
-  for (const HeartbeatSample& s : samples) rtt.push_back(s.ms);
-  PrintSlowHeartbeats(samples, 10.0);
-  const std::string window = absl::StrFormat("(1 Hz x %d nodes, %.0f s, %d samples)", n, flags.duration_s, rtt.size());
-  // Every node heartbeats once a second: at least duration - 1 per node.
-  if (rtt.size() < static_cast<size_t>(n * (flags.duration_s - 1))) {
-    fail(absl::StrCat("only ", rtt.size(), " heartbeats answered"));
-  }
-  const double p99 = Percentile(rtt, 0.99);
-  rows.push_back({absl::StrCat("heartbeat -> lease grant p50 ", window), "-",
-                  absl::StrFormat("%.3f ms", Percentile(rtt, 0.5)), "-"});
-  rows.push_back({"heartbeat -> lease grant p99", absl::StrFormat("< %g ms", goals.p99_ms), absl::StrFormat("%.3f ms", p99),
-                  p99 < goals.p99_ms ? "pass" : "MISS"});
-  rows.push_back({"heartbeat -> lease grant max", "-", absl::StrFormat("%.3f ms", Percentile(rtt, 1.0)), "-"});
-
-  // The ranks exit 0: the job succeeds.
-  if (!job_id.empty()) {
-    progress.Enter("exit reports");
-    const steady_clock::time_point t_exit = steady_clock::now();
-    for (auto& node : nodes) node->ReportExits();
-    if (!recorder.WaitFor(Count::kExits, world, t_exit + phase_timeout)) fail("not every exit report was answered");
-    std::vector<v1::JobEvent> timeline;
-    const v1::Job done = WaitForState(jobs.get(), job_id, v1::JOB_STATE_SUCCEEDED, steady_clock::now() + phase_timeout,
-                                      true, &timeline);
-    rows.push_back(Timed(absl::StrCat("first exit report -> job ", v1::JobState_Name(done.state()).substr(10)),
-                         Seconds(steady_clock::now() - t_exit), 0));
-    if (done.state() != v1::JOB_STATE_SUCCEEDED) fail(absl::StrCat("job ", job_id, " ended ", done.message()));
-    PrintTimeline(done, timeline);
-  }
-
-  // (d) memory, then stop everything
-  progress.Enter("closing");
-  const ProcessMemory memory = pid > 0 ? ReadProcessMemory(pid) : ProcessMemory{};
-  stop = true;
-  heartbeats.join();
-  for (auto& node : nodes) node->Close();
-  const steady_clock::time_point close_deadline = steady_clock::now() + std::chrono::seconds(10);
-  int cancelled = 0, stuck = 0;
-  for (auto& node : nodes) {
-    const SimNode::Ending ending = node->WaitDone(close_deadline);
-    cancelled += ending == SimNode::Ending::kByThemselves ? 0 : 1;
-    stuck += ending == SimNode::Ending::kStuck ? 1 : 0;
-  }
-  if (cancelled > 0) fail(absl::StrCat(cancelled, " nodes' sessions or calls did not end when closed"));
-  if (stuck > 0) {  // their callbacks may still run: the nodes cannot be destroyed
-    fail(absl::StrCat(stuck, " nodes' calls did not end even when cancelled"));
-    if (process != nullptr) std::printf("coordinator %s\n", process->Stop().c_str());
-    std::_Exit(1);
-  }
-  if (memory.vm_hwm >= 0) {
-    const double hwm_mb = static_cast<double>(memory.vm_hwm) / (1 << 20);
-    rows.push_back({"coordinator VmHWM (peak resident set)", absl::StrFormat("< %.0f MB", goals.peak_mb),
-                    absl::StrFormat("%.1f MB", hwm_mb), hwm_mb < goals.peak_mb ? "pass" : "MISS"});
-    rows.push_back({"coordinator VmRSS at the end", "-",
-                    absl::StrFormat("%.1f MB", static_cast<double>(memory.vm_rss) / (1 << 20)), "-"});
-    rows.push_back({"coordinator threads at the end", "-", absl::StrCat(memory.threads), "-"});
-  }
-  if (process != nullptr) {
-    const std::string stopped = process->Stop();
-    std::printf("coordinator %s\n", stopped.c_str());
-    if (stopped != "exited 0") fail(absl::StrCat("coordinator ", stopped, "\n", process->LogTail(10)));
-  }
-  if (recorder.errors() > 0) {
-    fail(absl::StrCat(recorder.errors(), " errors"));
-    for (const std::string& e : recorder.first_errors()) std::printf("  %s\n", e.c_str());
-  }
-  std::printf("stop orders received: %d\n", recorder.stops());
-  PrintTable(rows);
-  std::printf("%s\n", complete ? "all phases completed" : "INCOMPLETE: see FAILED above");
-  const int missed = static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.result == "MISS"; }));
-  if (flags.enforce_goals && missed > 0) std::printf("GOALS MISSED: %d (--enforce-goals)\n", missed);
-  return complete && !(flags.enforce_goals && missed > 0) ? 0 : 1;
+  std::printf("simulating %d nodes x %d GPUs (%d ranks) over %d channels; heartbeat window %.0f s\n", flags.nodes,
+              flags.gpus, flags.nodes * flags.gpus, flags.channels, flags.duration_s);
+  return LoadRun(flags, address, std::move(process), pid).Run();
 }
 
 }  // namespace
