@@ -45,9 +45,9 @@
 #include "absl/time/time.h"
 #include "bench/coordinator_process.h"
 #include "bench/load_report.h"
-#include "bench/watchdog.h"
 #include "bench/sim_node.h"
 #include "bench/sim_recorder.h"
+#include "bench/watchdog.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/job_service.grpc.pb.h"
 

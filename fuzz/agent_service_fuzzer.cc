@@ -62,7 +62,7 @@ struct Worker {
                                              std::lock_guard<std::mutex> lock(secret_mu);
                                              return {{ringmaster::kRankSecretHeader, secret}};
                                            });
-    metrics = v1::AgentService::NewStub(channel);
+    agent_stub = v1::AgentService::NewStub(channel);
     rendezvous = v1::RendezvousService::NewStub(channel);
     checkpoints = v1::CheckpointService::NewStub(channel);
   }
@@ -122,7 +122,7 @@ struct Worker {
   worker::FakeProcessControl control;
   worker::ProcessSupervisor supervisor;
   worker::AgentServer agent;
-  std::unique_ptr<v1::AgentService::Stub> metrics;
+  std::unique_ptr<v1::AgentService::Stub> agent_stub;
   std::unique_ptr<v1::RendezvousService::Stub> rendezvous;
   std::unique_ptr<v1::CheckpointService::Stub> checkpoints;
   std::string job_id;
@@ -156,7 +156,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       v1::ReportMetricsRequest request = ringmaster::fuzz::Decode(call, valid);
       request.set_job_id(h.JobId(call.fixups, request.job_id()));
       request.set_generation(h.Generation(call.fixups, request.generation()));
-      ringmaster::fuzz::Unary(w.metrics.get(), &v1::AgentService::Stub::ReportMetrics, "ReportMetrics", request);
+      ringmaster::fuzz::Unary(w.agent_stub.get(), &v1::AgentService::Stub::ReportMetrics, "ReportMetrics", request);
     } else if (op <= ringmaster::fuzz::kRendezvousRpcs) {
       FuzzCall rendezvous = call;
       rendezvous.op = static_cast<uint8_t>(op - 1);
@@ -169,7 +169,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       v1::RejoinRequest request = ringmaster::fuzz::Decode(call, valid);
       request.set_job_id(h.JobId(call.fixups, request.job_id()));
       request.set_generation(h.Generation(call.fixups, request.generation()));
-      ringmaster::fuzz::Unary(w.metrics.get(), &v1::AgentService::Stub::Rejoin, "Rejoin", request,
+      ringmaster::fuzz::Unary(w.agent_stub.get(), &v1::AgentService::Stub::Rejoin, "Rejoin", request,
                               absl::Milliseconds(50));
     } else {
       FuzzCall checkpoint = call;

@@ -43,11 +43,6 @@ void WriteNodeId(const std::string& path, const std::string& id) {
   if (ec) spdlog::warn("cannot write the node id to {}: {}", path, ec.message());
 }
 
-// A gRPC deadline `timeout` from now, in real time (gRPC's).
-std::chrono::system_clock::time_point RpcDeadline(absl::Duration timeout) {
-  return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout);
-}
-
 v1::RunningRank ToRunningRank(const RunningRankInfo& r) {
   v1::RunningRank out;
   out.set_job_id(r.job_id);
@@ -227,7 +222,7 @@ absl::Status CoordinatorSession::Register(int64_t* session_id, absl::Duration* h
   for (const RunningRankInfo& r : supervisor_->Running()) *request.add_running_ranks() = ToRunningRank(r);
   v1::RegisterNodeResponse response;
   grpc::ClientContext context;
-  context.set_deadline(RpcDeadline(options_.rpc_timeout));
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));  // gRPC's real time
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return absl::CancelledError("stopping");
